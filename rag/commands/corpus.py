@@ -1,0 +1,49 @@
+"""`rag corpus list|show`: which corpora exist here, and what their passages look like."""
+
+from __future__ import annotations
+
+import typer
+
+from rag.commands.common import console, handle_errors, print_json, warn
+
+app = typer.Typer(help="List corpora and look at their passages.", no_args_is_help=True)
+
+
+@app.command("list")
+@handle_errors
+def list_cmd(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
+    """Each named corpus with its source, document count and whether it is available."""
+    from rich.table import Table
+
+    from rag.corpus import list_corpora
+
+    rows = list_corpora()
+    if as_json:
+        return print_json(rows)
+    table = Table("name", "documents", "available", "source", "description")
+    for r in rows:
+        table.add_row(r["name"], str(r["documents"] or "-"), "yes" if r["available"] else "[red]no[/]", r["source"], r["description"])
+    console.print(table)
+    console.print("Any folder of .md/.txt files, or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/), also works: --corpus PATH")
+
+
+@app.command("show")
+@handle_errors
+def show_cmd(name: str = typer.Argument(..., help="builtin, scifact, hotpotqa, squad, or a folder path."),
+             n: int = typer.Option(3, "-n", help="How many passages to print."),
+             as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
+    """Print the first few passages of a corpus, with counts."""
+    from rag.corpus import load_corpus
+
+    corpus = load_corpus(name)
+    info = {"name": corpus.name, "passages": len(corpus.passages), "queries": len(corpus.queries),
+            "judged_queries": len(corpus.qrels), "content_hash": corpus.content_hash, "invalid_utf8": corpus.invalid_utf8,
+            "sample": [vars(p) for p in corpus.passages[:n]]}
+    if as_json:
+        return print_json(info)
+    if corpus.invalid_utf8:
+        warn(f"{corpus.invalid_utf8} documents were not valid UTF-8; bad bytes were replaced")
+    console.print(f"[bold]{corpus.name}[/]: {info['passages']} passages, {info['queries']} queries, "
+                  f"{info['judged_queries']} judged; content hash {corpus.content_hash[:12]}")
+    for p in corpus.passages[:n]:
+        console.print(f"\n[bold cyan]{p.id}[/] [bold]{p.title}[/]\n{p.text[:400]}")

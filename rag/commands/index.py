@@ -1,0 +1,90 @@
+"""`rag index build|list|info`: build FAISS indexes at a chosen d and look at what is stored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from rag.commands.common import console, handle_errors, print_json, progress_bar, warn
+
+app = typer.Typer(help="Build FAISS indexes at any dimension d, and inspect them.", no_args_is_help=True)
+
+CORPUS_HELP = "builtin, scifact, hotpotqa, squad, or a path to a folder of .md/.txt files or a BEIR folder."
+ENCODER_HELP = "minilm (384-d), smollm2-input (576-d, IDF-weighted input-table pooling), smollm2-input-mean, or lm:<checkpoint dir>."
+DIM_HELP = "Embedding dimension d (1..encoder width; default: full width)."
+INDEX_HELP = "flat, ivf-flat, ivf-pq, hnsw, sq8 or binary."
+REDUCE_HELP = "How to reach d: pca, truncate or whiten (fitted on the documents, saved with the index)."
+
+
+@app.command("build")
+@handle_errors
+def build_cmd(corpus: str = typer.Option("builtin", help=CORPUS_HELP),
+              encoder: str = typer.Option("minilm", help=ENCODER_HELP),
+              dim: int = typer.Option(None, help=DIM_HELP),
+              index: str = typer.Option("flat", "--index", help=INDEX_HELP),
+              reduce: str = typer.Option("pca", help=REDUCE_HELP),
+              as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON.")):
+    """Encode the corpus (cached at full width), reduce to d, build the index and store it atomically."""
+    from rag.corpus import load_corpus
+    from rag.store import build_and_save, check_options
+
+    check_options(encoder, dim, index, reduce)  # fail fast, before loading anything
+    c = load_corpus(corpus)
+    if c.invalid_utf8:
+        warn(f"{c.invalid_utf8} documents were not valid UTF-8; bad bytes were replaced")
+    with progress_bar(f"encoding {c.name} with {encoder}", enabled=not as_json) as progress:
+        manifest = build_and_save(c, encoder, dim, index, reduce, progress=progress)
+    manifest["invalid_utf8"] = c.invalid_utf8
+    if as_json:
+        return print_json(manifest)
+    console.print(f"[green]built[/] {manifest['path']}: {manifest['vectors']} vectors, d={manifest['dim']}, "
+                  f"{manifest['kind']}, {manifest['index_bytes']:,} bytes ({manifest['bytes_per_vector']:.1f} B/vector), "
+                  f"{manifest['build_s']:.2f} s on {manifest['device']}")
+
+
+@app.command("list")
+@handle_errors
+def list_cmd(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
+    """Every stored index with its corpus, encoder, d, kind and size."""
+    from rich.table import Table
+
+    from rag.index import list_indexes
+
+    rows = list_indexes()
+    if as_json:
+        return print_json(rows)
+    if not rows:
+        console.print("No indexes yet. Build one: rag index build --corpus builtin --encoder minilm --index flat")
+        return
+    table = Table("corpus", "encoder", "d", "kind", "reduce", "vectors", "bytes", "device", "path")
+    for m in rows:
+        table.add_row(m["corpus"], m["encoder"], str(m["dim"]), m["kind"], m["reduce"], str(m["vectors"]),
+                      f"{m['bytes']:,}", m["device"], m["path"])
+    console.print(table)
+
+
+@app.command("info")
+@handle_errors
+def info_cmd(target: str = typer.Argument(..., help="An index folder, or a name like scifact/minilm-d128-ivf-pq."),
+             as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
+    """Show one index's manifest and verify its checksums."""
+    from rag.config import RagError, index_dir
+    from rag.index import read_manifest, verify_checksums
+
+    path = Path(target)
+    if not (path / "manifest.json").exists():
+        matches = [p for p in index_dir().glob(f"*/{target}") if (p / "manifest.json").exists()]
+        matches += [p for p in [index_dir() / target] if (p / "manifest.json").exists()]
+        if not matches:
+            raise RagError(f"no index named '{target}' in {index_dir()}; see: rag index list")
+        path = matches[0]
+    manifest = read_manifest(path.resolve())
+    verify_checksums(path.resolve(), manifest, "rag index build ...")
+    manifest = {**manifest, "path": str(path), "checksums": "ok"}
+    if as_json:
+        return print_json(manifest)
+    for key, value in manifest.items():
+        if key != "files":
+            console.print(f"[bold]{key}[/]: {value}")
+    console.print(f"[bold]files[/]: {', '.join(manifest['files'])} (sha256 verified)")
