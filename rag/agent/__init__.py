@@ -1,0 +1,5 @@
+"""The agent: plan, retrieve, grade, rewrite or hop, and answer with citations (see graph.py)."""
+
+from rag.agent.graph import run_agent
+
+__all__ = ["run_agent"]

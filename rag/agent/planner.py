@@ -1,0 +1,109 @@
+"""Rule-based planning for the agent: direct vs multi-part vs multi-hop, sub-questions, second-hop and rewrite queries.
+
+- multi-part: "What does d control, and how many parameters does a 50k×768 table have?" → two independent
+  sub-questions searched together in one round.
+- multi-hop (comparison): "Were Scott Derrickson and Ed Wood of the same nationality?" → one sub-question
+  per entity, searched together with the whole question.
+- multi-hop (bridge): "What position was held by the woman who portrayed Corliss Archer in Kiss and Tell?" →
+  first the inner description ("the woman who portrayed ..."), then the outer question with what the first hop
+  found (titles and entities of the first-hop passages) put in its place.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rag.agent.text import STOPWORDS, content_words, entities
+from rag.agent.tools import calculate
+
+_PART_SPLIT = re.compile(
+    r"(?:,\s*(?:and|but)\s+|;\s*|\?\s+|\.\s+(?=[A-Z]))"
+    r"(?=(?:what|how|which|who|whom|when|where|why|is|are|does|do|did|can|could|should|was|were)\b)",
+    re.IGNORECASE)
+_COMPARE = re.compile(r"\b(both|same|either|neither|older|younger|first|earlier|later|larger|smaller|bigger|more|"
+                      r"less|fewer|longer|shorter|taller|higher|lower|closer|further|farther|newer|oldest|youngest)\b",
+                      re.IGNORECASE)
+# "the <noun phrase> who/which/that ..." - the description of the bridge entity, up to the end of the clause.
+_RELATIVE = re.compile(r"\b((?:the|a|an|this)\s+(?:[\w'’-]+\s+){0,5}?(?:who|whom|whose|which|that|where)\s+[^,?]+)",
+                       re.IGNORECASE)
+# "the <role> of <something>" nested descriptions, e.g. "the director of the film Titanic".
+_OF_CHAIN = re.compile(r"\b(the\s+(?:[\w'’-]+\s+){0,2}?of\s+(?:the\s+)?(?:[\w'’.-]+\s*){1,8}?)(?=[,?]|$)", re.IGNORECASE)
+MULTIHOP_MIN_WORDS = 7  # content words above which a question with entities is planned as multi-hop
+HOP_FROM = 3  # second-hop queries are built from this many first-hop passages
+
+
+def split_parts(question: str) -> list[str]:
+    parts = [p.strip(" ,;") for p in _PART_SPLIT.split(question) if p and p.strip(" ,;")]
+    parts = [p if p.endswith("?") else p + "?" for p in parts]
+    return parts if len(parts) > 1 and all(len(content_words(p)) >= 2 for p in parts) else [question]
+
+
+def _calc_dict(question: str, parts: list[str]) -> dict | None:
+    for part in parts + [question]:
+        result = calculate(part)
+        if result:
+            return {"text": result.text, "topic": result.topic, "kind": result.kind, "values": result.values,
+                    "inputs": result.inputs, "part": part}
+    return None
+
+
+def plan_question(question: str) -> dict:
+    """Return {mode, sub_questions, queries, calc, bridge_template} for a question."""
+    parts = split_parts(question)
+    calc = _calc_dict(question, parts)
+    plan = {"mode": "direct", "sub_questions": [], "queries": [question], "calc": calc, "bridge_template": None}
+    if len(parts) > 1:
+        queries = [calc["topic"] + " " + p if calc and p == calc["part"] else p for p in parts]
+        return {**plan, "mode": "multi-part", "sub_questions": parts, "queries": queries}
+    if calc:
+        return {**plan, "queries": [question, calc["topic"]]}
+    ents = [x for e in entities(question) for x in re.split(r"\s+(?:and|or)\s+", e) if x]
+    words = content_words(question)
+    if len(ents) >= 2 and (_COMPARE.search(question) or re.search(r"\bor\b", question)):
+        ent_words = {w for e in ents[:2] for w in content_words(e)}
+        predicate = " ".join(w for w in words if w not in ent_words)
+        subs = [f"{e} {predicate}".strip() for e in ents[:2]]
+        return {**plan, "mode": "multi-hop", "sub_questions": subs, "queries": [question] + subs}
+    match = _RELATIVE.search(question) or _OF_CHAIN.search(question)
+    if match and len(content_words(match.group(1))) >= 2:
+        inner = match.group(1).strip()
+        outer = (question[: match.start(1)] + "{bridge}" + question[match.end(1):]).strip()
+        return {**plan, "mode": "multi-hop", "sub_questions": [inner, outer], "bridge_template": outer,
+                "queries": [question]}
+    if ents and len(words) >= MULTIHOP_MIN_WORDS:
+        return {**plan, "mode": "multi-hop", "sub_questions": [question], "queries": [question]}
+    return plan
+
+
+def bridge_queries(question: str, sub_questions: list[str], template: str | None, kept) -> list[str]:
+    """Second-hop queries: for each of the best first-hop passages, the (outer) question plus what it found."""
+    queries = []
+    q_words = set(content_words(question))
+    for p in kept[:HOP_FROM]:
+        new_ents = [e for e in entities(p.text) if not set(content_words(e)) <= q_words and e != p.title][:3]
+        base = template.replace("{bridge}", p.title) if template else question
+        if p.title.lower() not in base.lower():
+            base = f"{base} {p.title}"
+        queries.append(f"{base} {' '.join(new_ents)}".strip())
+    return list(dict.fromkeys(queries))
+
+
+def rewrite_query(question: str, attempt: int, sub_questions: list[str]) -> str:
+    """A reformulation for the attempt-th rewrite: keywords, then entities and rare words, then sub-questions."""
+    words = content_words(question)
+    if attempt == 0 and words:
+        return " ".join(words)
+    if attempt == 1:
+        ents = entities(question)
+        long_words = sorted(words, key=len, reverse=True)[:4]
+        lowered = {e.lower() for e in ents}
+        candidate = " ".join(ents + [w for w in long_words if not any(w in e for e in lowered)])
+        if candidate:
+            return candidate
+    if sub_questions and attempt - 2 < len(sub_questions):
+        return sub_questions[max(0, attempt - 2)]
+    return " ".join(w for w in words if w not in STOPWORDS)[: 200] or question
+
+
+def nothing_found_answer(question: str) -> str:
+    return "I found no passage in the corpus that answers this question, so I will not guess."

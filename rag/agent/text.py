@@ -1,0 +1,99 @@
+"""Small text helpers for the agent: content words, sentences, entity spans, planted-instruction detection."""
+
+from __future__ import annotations
+
+import re
+
+STOPWORDS = frozenset("""
+a an the and or but if then than so of in on at to for from by with about into over under between through
+is are was were be been being am do does did doing have has had having can could will would shall should may
+might must what which who whom whose when where why how that this these those there here it its it's they them
+their he him his she her we us our you your i me my as not no nor only also just very too more most much many
+some any each all both either neither other such same own one ones per via vs same also does did whether
+""".split())
+
+_WORD = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?")
+_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+# Runs of capitalised words (allowing short joiners): "Kiss and Tell", "Scott Derrickson", "Ed Wood".
+_ENTITY = re.compile(r"\b([A-Z][\w'’.-]*(?:\s+(?:(?:of|the|and|de|la|von|van|in|for|&)\s+)?[A-Z0-9][\w'’.-]*)*)")
+
+# Text in a passage that tries to steer the model instead of informing it.
+_INJECTION = re.compile(
+    r"(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+)?(previous|prior|above|earlier|preceding|your)\s+"
+    r"(instructions?|prompts?|rules|directions|messages?)"
+    r"|\byou are now\b|\bnew instructions?\s*:|\bsystem prompt\b|\bdo not follow the (user|question)\b",
+    re.IGNORECASE,
+)
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-cased words without stopwords and one-letter tokens, in order, without repeats."""
+    seen: dict[str, None] = {}
+    for w in words(text):
+        if w not in STOPWORDS and len(w) > 1:
+            seen.setdefault(w, None)
+    return list(seen)
+
+
+def overlap(query: str, text: str) -> float:
+    """Share of the query's content words that occur in text (0..1)."""
+    q = content_words(query)
+    if not q:
+        return 0.0
+    t = set(words(text))
+    return sum(1 for w in q if w in t) / len(q)
+
+
+def sentences(text: str) -> list[str]:
+    out = []
+    text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("|"))  # no table rows
+    for block in re.split(r"\n\s*\n|\n(?=#)|\n[-*] ", text):
+        block = re.sub(r"^#+\s*", "", block.strip())
+        block = re.sub(r"\s+", " ", block)
+        out.extend(s.strip() for s in _SENT_SPLIT.split(block) if len(s.strip()) > 2)
+    return out
+
+
+def entities(text: str) -> list[str]:
+    """Capitalised spans, longest first within each match, without sentence-initial stopwords."""
+    found: dict[str, None] = {}
+    for match in _ENTITY.finditer(text):
+        span = match.group(1).strip(" .'’-")
+        parts = span.split()
+        while parts and parts[0].lower() in STOPWORDS:
+            parts = parts[1:]
+        if parts and not (len(parts) == 1 and len(parts[0]) < 3):
+            found.setdefault(" ".join(parts), None)
+    return list(found)
+
+
+def is_injection(text: str) -> bool:
+    return bool(_INJECTION.search(text))
+
+
+def neutralise(text: str) -> tuple[str, int]:
+    """Replace sentences that carry planted instructions with a marker; return (text, number replaced)."""
+    kept, removed = [], 0
+    for sentence in sentences(text):
+        if is_injection(sentence):
+            removed += 1
+            kept.append("[instruction-like text removed from this passage]")
+        else:
+            kept.append(sentence)
+    return " ".join(kept), removed
+
+
+def normalize_answer(s: str) -> str:
+    """SQuAD normalisation: lower case, no punctuation, no articles, single spaces."""
+    s = s.lower()
+    s = re.sub(r"[^\w\s]", " ", s)
+    s = re.sub(r"\b(a|an|the)\b", " ", s)
+    return " ".join(s.split())
+
+
+def strip_citations(text: str) -> str:
+    return re.sub(r"\s*\[\d+(?:,\s*\d+)*\]", "", text).strip()

@@ -1,0 +1,163 @@
+"""`rag ask "question"` (the agent, streaming its steps) and `rag eval agent` (agent vs single-shot retrieval)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from rag.commands.common import console, err_console, handle_errors, print_json, warn
+from rag.commands.index import CORPUS_HELP, DIM_HELP, ENCODER_HELP, INDEX_HELP, REDUCE_HELP
+
+RETRIEVER_HELP = "dense, bm25 or hybrid (min-max fusion of dense and BM25)."
+LLM_HELP = "extractive (no model), local (SmolLM2-135M on the CPU) or openai (RAG_OPENAI_BASE_URL, RAG_OPENAI_MODEL)."
+STEPS_HELP = "Most retrieval rounds (first search, rewrites, second hop); at least 1."
+
+app = typer.Typer(help="The agent: ask questions, evaluate it against single-shot retrieval.", no_args_is_help=True)
+
+
+def ask(question: str = typer.Argument(..., help="The question (at most 8,000 characters; longer is truncated)."),
+        corpus: str = typer.Option("builtin", help=CORPUS_HELP),
+        encoder: str = typer.Option("minilm", help=ENCODER_HELP),
+        dim: int = typer.Option(None, help=DIM_HELP),
+        index: str = typer.Option("flat", "--index", help=INDEX_HELP),
+        reduce: str = typer.Option("pca", help=REDUCE_HELP),
+        retriever: str = typer.Option("hybrid", help=RETRIEVER_HELP),
+        k: int = typer.Option(5, "-k", help="Passages per search."),
+        llm: str = typer.Option("extractive", help=LLM_HELP),
+        max_steps: int = typer.Option(4, "--max-steps", help=STEPS_HELP),
+        server: str = typer.Option(None, "--server", help="Send the question to a running `rag serve` at this URL."),
+        as_json: bool = typer.Option(False, "--json", help="Print {answer, citations, steps, timings, warnings}.")):
+    """Answer a question with the agent: plan, retrieve, grade, rewrite or hop, answer with [n] citations."""
+    _ask(question, corpus, encoder, dim, index, reduce, retriever, k, llm, max_steps, server, as_json)
+
+
+@handle_errors
+def _ask(question, corpus, encoder, dim, index, reduce, retriever, k, llm, max_steps, server, as_json):
+    from rag.config import RagError, check_question
+
+    question, warning = check_question(question)
+    if max_steps < 1:
+        raise RagError(f"--max-steps must be at least 1 (got {max_steps})")
+    if k < 1:
+        raise RagError(f"-k must be at least 1 (got {k})")
+    if server:
+        from rag.client import ask_remote
+
+        result = ask_remote(server, {"question": question, "corpus": corpus, "encoder": encoder, "dim": dim,
+                                     "index": index, "llm": llm, "max_steps": max_steps})
+        if not as_json:
+            for step in result.get("steps", []):
+                show_step(step)
+    else:
+        from rag.agent import run_agent
+
+        if warning and not as_json:
+            warn(warning)
+        on_step = None if as_json else show_step
+        result = run_agent(question, corpus=corpus, encoder=encoder, dim=dim, index=index, reduce=reduce,
+                           retriever=retriever, llm=llm, max_steps=max_steps, k=k, on_step=on_step)
+    if as_json:
+        return print_json(result)
+    show_answer(result)
+
+
+def _titles(hits: list[dict], n: int = 3) -> str:
+    return "; ".join(f"{h['title'][:60]} ({h['score']:.2f})" for h in hits[:n]) + (" …" if len(hits) > n else "")
+
+
+def show_step(step: dict) -> None:
+    """One line (or two) per finished graph node, printed as it happens."""
+    node = step.get("node")
+    ms = f"[dim]{step['ms']:.0f} ms[/]" if "ms" in step else ""
+    if node == "analyze":
+        line = f"[bold cyan]analyze[/]  {step['mode']}"
+        if step.get("sub_questions"):
+            line += "  sub-questions: " + " | ".join(step["sub_questions"])
+        if step.get("calculator"):
+            line += f"\n         calculator: {step['calculator']}"
+    elif node == "retrieve":
+        line = (f"[bold cyan]retrieve[/] round {step['round']}: " + " | ".join(f"“{q[:80]}”" for q in step["queries"])
+                + f"\n         {step['new']} new: {_titles(step['hits'])}")
+    elif node == "grade":
+        kept = step["kept"]
+        line = f"[bold cyan]grade[/]    kept {len(kept)}, dropped {step['dropped']} (by {step['judged_by']})"
+        if kept:
+            line += ": " + ", ".join(k["id"] for k in kept[:4]) + (" …" if len(kept) > 4 else "")
+    elif node == "rewrite":
+        line = f"[bold yellow]rewrite[/]  {step['reason']} → “{step['query']}”"
+    elif node == "hop":
+        line = (f"[bold magenta]hop[/]      from {', '.join(step['from']) or 'nothing'} → "
+                + " | ".join(f"“{q[:80]}”" for q in step["queries"]))
+    elif node == "answer":
+        line = f"[bold green]answer[/]   by {step['backend']}, citing {len(step['citations'])} passages"
+    else:
+        line = f"[bold]{node}[/]"
+    err_console.print(f"{line}  {ms}", highlight=False)
+    for w in step.get("warnings", []) + ([step["warning"]] if step.get("warning") else []):
+        warn(w)
+
+
+def show_answer(result: dict) -> None:
+    from rich.panel import Panel
+
+    console.print(Panel(result["answer"], title="answer", expand=False), highlight=False)
+    for c in result["citations"]:
+        console.print(f"  [{c['n']}] {c['title']}  [dim]{c['id']} · score {c['score']:.3f}[/]", highlight=False)
+    t = result.get("timings", {})
+    if "total_ms" in t:
+        console.print(f"[dim]{t['total_ms']:.0f} ms in total[/]")
+
+
+def eval_agent(dataset: str = typer.Option("hotpotqa", help="hotpotqa or squad."),
+               queries: Path = typer.Option(None, help="Queries JSONL ({_id, text, metadata:{answer}}) instead of the dataset's."),
+               qrels: Path = typer.Option(None, help="Qrels TSV (query-id, corpus-id, score) to go with --queries."),
+               limit: int = typer.Option(None, help="Evaluate only the first N queries."),
+               llm: list[str] = typer.Option(["extractive"], help="Backend(s) to evaluate; repeat for several. " + LLM_HELP),
+               encoder: str = typer.Option("minilm", help=ENCODER_HELP),
+               dim: int = typer.Option(None, help=DIM_HELP),
+               index: str = typer.Option("flat", "--index", help=INDEX_HELP),
+               reduce: str = typer.Option("pca", help=REDUCE_HELP),
+               retriever: str = typer.Option("hybrid", help=RETRIEVER_HELP),
+               max_steps: int = typer.Option(4, "--max-steps", help=STEPS_HELP),
+               out: Path = typer.Option(..., "--out", help="Folder for results.csv, results.json and report.md.")):
+    """Agent vs single-shot top-10 retrieval: all_gold@10 (HotpotQA), answer EM/F1, steps, latency p50/p95."""
+    _eval_agent(dataset, queries, qrels, limit, llm, encoder, dim, index, reduce, retriever, max_steps, out)
+
+
+@handle_errors
+def _eval_agent(dataset, queries, qrels, limit, llm, encoder, dim, index, reduce, retriever, max_steps, out):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from rag.agent_eval import evaluate_agent
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=err_console)
+    tasks: dict[str, int] = {}
+
+    def progress(name: str, done: int, total: int) -> None:
+        if name not in tasks:
+            tasks[name] = bar.add_task(name, total=total)
+        bar.update(tasks[name], completed=done, total=total)
+
+    with bar:
+        result = evaluate_agent(dataset, queries_file=queries, qrels_file=qrels, limit=limit, llms=list(llm),
+                                encoder=encoder, dim=dim, index=index, reduce=reduce, retriever=retriever,
+                                max_steps=max_steps, out=out, progress=progress)
+    from rich.table import Table
+
+    table = Table(title=f"{dataset}: agent vs single-shot ({result['n_queries']} queries)")
+    cols = ["system", "all_gold@10", "em", "f1", "steps_mean", "latency_ms_p50", "latency_ms_p95"]
+    for c in cols:
+        table.add_column(c, justify="left" if c == "system" else "right")
+    for row in result["systems"]:
+        table.add_row(row["name"], *[("-" if row.get(c) is None else f"{row[c]:.3f}" if isinstance(row[c], float)
+                                      else str(row[c])) for c in cols[1:]])
+    console.print(table)
+    for line in result.get("summary", []):
+        console.print(line, highlight=False)
+    console.print(f"[dim]wrote {out}/results.csv, results.json, report.md[/]")
+
+
+app.command("ask")(ask)
+app.command("eval-agent")(eval_agent)
