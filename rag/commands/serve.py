@@ -1,0 +1,211 @@
+"""`rag serve` (the HTTP service) and `rag bench serve` (a concurrent load check against a real server)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(help="The HTTP service and its load check.", no_args_is_help=True)
+console = Console()
+err_console = Console(stderr=True)
+
+BENCH_QUESTIONS = [
+    "What does the embedding dimension control?",
+    "How many parameters does a 50k x 768 embedding table have?",
+    "How much memory does a 128k x 4096 table take in fp16?",
+    "How are rotary position embeddings applied to queries and keys?",
+    "What is the square-root heuristic for choosing d?",
+    "Why are input and output embeddings tied?",
+    "How much training memory does Adam need per parameter?",
+    "How does ALiBi bias attention scores?",
+    "Why is an embedding lookup the same as a one-hot matrix product?",
+    "How do sinusoidal position encodings work?",
+]
+
+
+@app.command("serve")
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Address to bind; the default accepts local connections only."),
+    port: int = typer.Option(8000, min=0, max=65535, help="TCP port (0 picks a free one)."),
+    corpus: list[str] = typer.Option([], "--corpus", help="Extra corpus folder a request may name (repeatable)."),
+    encoder: list[str] = typer.Option([], "--encoder", help="Extra encoder, e.g. lm:<checkpoint dir> (repeatable)."),
+    warm: bool = typer.Option(True, help="Load the default retriever (builtin, minilm, flat, hybrid) before serving."),
+    build_missing: bool = typer.Option(True, help="Build an index on first request when it is not on disk (else 404)."),
+    log_level: str = typer.Option("info", help="uvicorn log level."),
+) -> None:
+    """Serve /ask, /search, /health and /indexes over HTTP (OpenAPI at /docs)."""
+    import uvicorn
+
+    from rag.serve import create_app
+
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        err_console.print(f"[yellow]warning: binding {host} exposes the service beyond this machine; it has no authentication[/]")
+    warm_settings = [{"corpus": "builtin", "encoder": "minilm", "index": "flat", "retriever": "hybrid"}] if warm else []
+    api = create_app(corpora=corpus, encoders=encoder, build_missing=build_missing, warm=warm_settings)
+    sock = _bind(host, port)
+    console.print(f"rag serve on http://{host}:{sock.getsockname()[1]}  (docs at /docs)")
+    server = uvicorn.Server(uvicorn.Config(api, log_level=log_level))
+    server.run(sockets=[sock])
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        err_console.print(f"[red]error:[/] cannot bind {host}:{port} ({exc.strerror}); pick another --port")
+        raise typer.Exit(1) from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def start_server_process(port: int, log_path: Path, extra_args: list[str] | None = None, env: dict | None = None) -> subprocess.Popen:
+    """Start `rag serve` as a child process on 127.0.0.1:port; its output goes to log_path."""
+    cmd = [sys.executable, "-m", "rag.commands.serve", "serve", "--host", "127.0.0.1", "--port", str(port),
+           "--log-level", "warning", *(extra_args or [])]
+    log = open(log_path, "wb")
+    repo = Path(__file__).resolve().parents[2]
+    child_env = {**os.environ, **(env or {})}
+    child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), child_env.get("PYTHONPATH")]))
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=child_env, start_new_session=True)
+
+
+def wait_healthy(url: str, proc: subprocess.Popen | None, timeout: float, log_path: Path | None = None) -> dict:
+    """Poll url/health until it answers 200; fail early if the server process dies."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            tail = log_path.read_text(errors="replace")[-2000:] if log_path and log_path.exists() else ""
+            raise RuntimeError(f"server exited with code {proc.returncode} before it was healthy:\n{tail}")
+        try:
+            response = httpx.get(url + "/health", timeout=2.0)
+            if response.status_code == 200:
+                return response.json()
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.25)
+    raise RuntimeError(f"server at {url} was not healthy within {timeout:.0f} s")
+
+
+def stop_server_process(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)  # uvicorn shuts down cleanly on SIGINT
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def fire(url: str, path: str, payloads: list[dict], timeout: float) -> dict:
+    """Send all payloads at once (one asyncio task each) and time every request."""
+    import asyncio
+
+    import httpx
+
+    async def one(client: httpx.AsyncClient, payload: dict) -> tuple[float, int | str]:
+        t0 = time.perf_counter()
+        try:
+            response = await client.post(url + path, json=payload)
+            outcome: int | str = response.status_code
+        except httpx.HTTPError as exc:
+            outcome = type(exc).__name__
+        return (time.perf_counter() - t0) * 1000, outcome
+
+    async def run_all():
+        limits = httpx.Limits(max_connections=len(payloads), max_keepalive_connections=len(payloads))
+        async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
+            t0 = time.perf_counter()
+            results = await asyncio.gather(*(one(client, p) for p in payloads))
+            return results, (time.perf_counter() - t0)
+
+    results, wall = asyncio.run(run_all())
+    return summarise(path, results, wall)
+
+
+def summarise(path: str, results: list[tuple[float, int | str]], wall_s: float) -> dict:
+    import numpy as np
+
+    latencies = np.array([ms for ms, _ in results])
+    errors = [outcome for _, outcome in results if outcome != 200]
+    return {"endpoint": path, "requests": len(results), "errors": len(errors), "error_kinds": sorted({str(e) for e in errors}),
+            "p50_ms": float(np.percentile(latencies, 50)), "p95_ms": float(np.percentile(latencies, 95)),
+            "max_ms": float(latencies.max()), "wall_s": wall_s, "rps": len(results) / wall_s}
+
+
+@app.command("bench-serve")
+def bench_serve(
+    requests: int = typer.Option(50, "--requests", "-n", min=1, help="Concurrent requests per endpoint."),
+    corpus: str = typer.Option("builtin", help="Corpus to query."),
+    index: str = typer.Option("flat", help="Index kind."),
+    retriever: str = typer.Option("hybrid", help="dense | bm25 | hybrid."),
+    server: str = typer.Option("", help="Bench a running server at this URL instead of starting one."),
+    timeout: float = typer.Option(300.0, help="Per-request timeout, seconds."),
+    startup_timeout: float = typer.Option(300.0, help="Seconds to wait for the started server to be healthy."),
+) -> None:
+    """Fire N concurrent /search then N concurrent /ask (extractive) requests at a real server; print p50/p95 and errors."""
+    proc = None
+    log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"rag-bench-serve-{os.getpid()}.log"
+    url = server.rstrip("/")
+    try:
+        if not url:
+            port = free_port()
+            url = f"http://127.0.0.1:{port}"
+            console.print(f"starting rag serve on {url} (log: {log_path}) ...")
+            t0 = time.perf_counter()
+            proc = start_server_process(port, log_path)
+            wait_healthy(url, proc, startup_timeout, log_path)
+            console.print(f"server healthy after {time.perf_counter() - t0:.1f} s")
+        settings = {"corpus": corpus, "index": index, "retriever": retriever}
+        questions = [BENCH_QUESTIONS[i % len(BENCH_QUESTIONS)] for i in range(requests)]
+        # one untimed request per endpoint so that first-use loading is not in the figures
+        for path, extra in (("/search", {"k": 5}), ("/ask", {"llm": "extractive"})):
+            warmup = fire(url, path, [{"question": questions[0], **settings, **extra}], timeout)
+            if warmup["errors"]:
+                console.print(f"[red]warm-up {path} failed: {warmup['error_kinds']}[/]")
+        rows = [fire(url, "/search", [{"question": q, **settings, "k": 5} for q in questions], timeout),
+                fire(url, "/ask", [{"question": q, **settings, "llm": "extractive"} for q in questions], timeout)]
+    except RuntimeError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+    finally:
+        if proc is not None:
+            stop_server_process(proc)
+    _print_rows(rows, url, settings)
+    if sum(r["errors"] for r in rows):
+        raise typer.Exit(1)
+
+
+def _print_rows(rows: list[dict], url: str, settings: dict) -> None:
+    table = Table(title=f"rag bench serve: {rows[0]['requests']} concurrent requests per endpoint, {url}, {settings}")
+    for column in ("endpoint", "requests", "errors", "p50 ms", "p95 ms", "max ms", "wall s", "req/s"):
+        table.add_column(column, justify="right" if column != "endpoint" else "left")
+    for r in rows:
+        table.add_row(r["endpoint"], str(r["requests"]), str(r["errors"]) + (f" {r['error_kinds']}" if r["errors"] else ""),
+                      f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}", f"{r['max_ms']:.0f}", f"{r['wall_s']:.2f}", f"{r['rps']:.1f}")
+    console.print(table)
+
+
+if __name__ == "__main__":
+    app()
