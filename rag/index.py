@@ -65,6 +65,7 @@ class SearchIndex:
         self.kind, self.index, self.dim, self.device = kind, index, dim, device
         self.binary_rescore = binary_rescore  # binary: how many Hamming candidates to rescore
         self._torch_matrix = None
+        self._codes = None  # binary: the packed document codes, read once
 
     def __len__(self) -> int:
         return self.index.ntotal
@@ -90,8 +91,9 @@ class SearchIndex:
         n_cand = min(len(self), max(k, self.binary_rescore))
         _, cand = self.index.search(codes, n_cand)
         # Rescore: the float query against the ±1 document codes (asymmetric distance, no float docs stored).
-        doc_codes = faiss.rev_swig_ptr(self.index.get_xb(), self.index.ntotal * self.index.code_size)
-        doc_codes = np.asarray(doc_codes).reshape(self.index.ntotal, -1)
+        if self._codes is None:
+            self._codes = faiss.vector_to_array(self.index.xb).reshape(self.index.ntotal, -1)
+        doc_codes = self._codes
         scores = np.empty((len(queries), k), np.float32)
         rows = np.empty((len(queries), k), np.int64)
         for i, (q, c) in enumerate(zip(queries, cand)):

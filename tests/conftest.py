@@ -1,0 +1,49 @@
+"""Shared test setup: real data from RAG_DATA_DIR, one embedding/model cache per session, a fresh index dir per test."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+os.environ.setdefault("RAG_DATA_DIR", str(REPO.parent / "shared" / "data"))
+# Embeddings and the dequantized SmolLM2 are cached across tests (and across runs) in .cache/test.
+os.environ["RAG_CACHE_DIR"] = os.environ.get("RAG_TEST_CACHE_DIR") or str(REPO / ".cache" / "test")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(autouse=True)
+def index_dir(tmp_path, monkeypatch) -> Path:
+    """Every test gets its own empty RAG_INDEX_DIR."""
+    path = tmp_path / "indexes"
+    monkeypatch.setenv("RAG_INDEX_DIR", str(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    path = Path(os.environ["RAG_DATA_DIR"])
+    if not (path / "scifact" / "corpus.jsonl").exists():
+        pytest.fail(f"RAG_DATA_DIR={path} does not hold the data sets; set RAG_DATA_DIR=../shared/data")
+    return path
+
+
+@pytest.fixture(scope="session")
+def scifact_small(data_dir):
+    """A real SciFact subset: 20 judged queries, their relevant abstracts and 120 others."""
+    from rag.corpus import load_corpus, subset
+
+    return subset(load_corpus("scifact"), n_queries=20, n_extra_docs=120, seed=0)
+
+
+@pytest.fixture
+def cli():
+    """Invoke the real `rag` CLI in-process: cli(["search", "..."]) -> click Result."""
+    from typer.testing import CliRunner
+
+    from cli import app
+
+    runner = CliRunner()
+    return lambda args: runner.invoke(app, [str(a) for a in args])

@@ -1,0 +1,143 @@
+"""The index store with the real MiniLM and real FAISS: kinds, cache reuse, checks, atomic builds."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from rag.config import RagError
+from rag.encoders import Reducer, embed_corpus, get_encoder
+from rag.index import INDEX_KINDS, IndexCorrupt, IndexMismatch, build_index
+from rag.store import build_and_save, load_index, load_index_dir
+
+
+@pytest.fixture
+def folder_corpus(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    topics = ["embedding tables map token ids to vectors", "FAISS builds indexes for vector search",
+              "BM25 scores term frequency and document length", "RoPE rotates query and key pairs by position",
+              "perplexity is the exponential of cross-entropy", "Adam keeps two moments per parameter"]
+    for i, t in enumerate(topics):
+        (folder / f"doc{i}.md").write_text(f"# Topic {i}\n\n{t}. " * 3)
+    return folder
+
+
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+def test_every_kind_finds_a_document_from_its_own_vector(kind):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(600, 32)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    index = build_index(x, kind)
+    scores, rows = index.search(x[:20], 5)
+    assert rows.shape == (20, 5)
+    hit_rate = np.mean([i in r for i, r in enumerate(rows)])
+    assert hit_rate >= (0.9 if kind in ("ivf-pq", "binary") else 0.95)
+    assert index.nbytes > 0
+
+
+def test_index_sizes_follow_bytes_per_vector():
+    x = np.random.default_rng(1).normal(size=(2000, 64)).astype(np.float32)
+    sizes = {k: build_index(x / np.linalg.norm(x, axis=1, keepdims=True), k).nbytes / 2000 for k in INDEX_KINDS}
+    assert 4 * 64 <= sizes["flat"] < 4 * 64 + 8
+    assert 64 <= sizes["sq8"] < 64 + 8
+    assert sizes["binary"] < 16 and sizes["ivf-pq"] < sizes["sq8"] < sizes["flat"] < sizes["hnsw"]
+
+
+def test_lower_d_reuses_the_cached_full_width_vectors(scifact_small, monkeypatch):
+    encoder = get_encoder("minilm")
+    embed_corpus(scifact_small, encoder)  # warm the cache
+    calls = []
+    real_encode = encoder.encode
+    monkeypatch.setattr(encoder, "encode", lambda texts, **kw: calls.append(len(texts)) or real_encode(texts, **kw))
+    for dim, kind in [(384, "flat"), (128, "ivf-pq"), (64, "hnsw")]:
+        manifest = build_and_save(scifact_small, "minilm", dim, kind)
+        assert manifest["dim"] == dim and manifest["vectors"] == len(scifact_small.passages)
+    assert calls == []  # no document was encoded again
+
+
+def test_reducers_project_queries_like_documents(scifact_small):
+    vectors = embed_corpus(scifact_small, get_encoder("minilm"))
+    assert np.allclose(Reducer.fit(vectors, 48, "truncate").transform(vectors)[:, :3] * 0 + 1, 1)
+    for kind in ("pca", "whiten", "truncate"):
+        reducer = Reducer.fit(vectors, 64, kind)
+        docs = reducer.transform(vectors)
+        index = build_index(docs, "flat")
+        _, rows = index.search(reducer.transform(vectors[:10]), 1)
+        assert list(rows[:, 0]) == list(range(10))
+
+
+def test_manifest_records_what_was_built(scifact_small):
+    m = build_and_save(scifact_small, "minilm", 128, "ivf-pq")
+    for key in ("corpus_hash", "encoder", "dim", "reduce", "kind", "metric", "vectors", "bytes", "build_s", "device", "files"):
+        assert key in m
+    assert m["device"] == "cpu" and all(len(d) == 64 for d in m["files"].values())
+
+
+def test_mismatched_corpus_content_is_refused_with_the_rebuild_command(folder_corpus):
+    from rag.corpus import load_corpus
+
+    build_and_save(load_corpus(str(folder_corpus)), "minilm", 32, "flat")
+    (folder_corpus / "doc0.md").write_text("# Changed\n\nNew content.")
+    with pytest.raises(IndexMismatch, match="rag index build --corpus .* --encoder minilm --dim 32 --index flat"):
+        load_index(load_corpus(str(folder_corpus)), "minilm", 32, "flat")
+
+
+def test_truncated_index_file_gives_a_checksum_error(folder_corpus, cli):
+    from rag.corpus import load_corpus
+
+    corpus = load_corpus(str(folder_corpus))
+    m = build_and_save(corpus, "minilm", 32, "flat")
+    index_file = os.path.realpath(os.path.join(m["path"], "index.faiss"))
+    with open(index_file, "r+b") as f:
+        f.truncate(100)
+    with pytest.raises(IndexCorrupt, match="checksum"):
+        load_index(corpus, "minilm", 32, "flat")
+    result = cli(["search", "embedding", "--corpus", folder_corpus, "--dim", 32])
+    assert result.exit_code == 1 and "checksum" in result.output
+
+
+def test_path_corpus_index_stays_inside_the_index_dir(folder_corpus, index_dir, tmp_path, monkeypatch):
+    monkeypatch.chdir(folder_corpus)
+    before = set(tmp_path.rglob("*")) - set(index_dir.rglob("*"))
+    from rag.corpus import load_corpus
+
+    m = build_and_save(load_corpus("../docs"), "minilm", 32, "flat")
+    assert os.path.realpath(m["path"]).startswith(str(index_dir.resolve()))
+    after = set(tmp_path.rglob("*")) - set(index_dir.rglob("*")) - {index_dir}
+    assert after == before  # nothing written outside the index dir
+
+
+def test_killed_build_leaves_the_previous_index_whole(folder_corpus, index_dir):
+    from rag.corpus import load_corpus
+
+    first = build_and_save(load_corpus(str(folder_corpus)), "minilm", 32, "flat")
+    for i in range(300):  # enough new text that encoding takes seconds
+        (folder_corpus / f"extra{i}.md").write_text(f"# Extra {i}\n\n" + "more words about vectors " * 40)
+    env = {**os.environ, "RAG_INDEX_DIR": str(index_dir)}
+    code = ("from rag.corpus import load_corpus; from rag.store import build_and_save; "
+            f"build_and_save(load_corpus({str(folder_corpus)!r}), 'minilm', 32, 'flat')")
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    time.sleep(8)
+    assert proc.poll() is None, "the build finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    loaded = load_index_dir(first["path"], expect={"corpus_hash": first["corpus_hash"]})
+    assert len(loaded.passages) == first["vectors"]
+
+
+def test_bad_dims_and_names_are_refused(scifact_small):
+    with pytest.raises(RagError, match="choose 1..384"):
+        build_and_save(scifact_small, "minilm", 0, "flat")
+    with pytest.raises(RagError, match="choose 1..384"):
+        build_and_save(scifact_small, "minilm", 385, "flat")
+    with pytest.raises(RagError, match="valid index kinds: flat, ivf-flat"):
+        build_and_save(scifact_small, "minilm", 64, "lsh")
+    with pytest.raises(RagError, match="valid reducers: pca, truncate, whiten"):
+        build_and_save(scifact_small, "minilm", 64, "flat", reduce="umap")
+    with pytest.raises(RagError, match="valid encoders: minilm"):
+        build_and_save(scifact_small, "bert", 64, "flat")
