@@ -20,6 +20,8 @@ MAX_QUESTION_CHARS = 8000
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # our own rich bars report progress
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
 class RagError(Exception):
