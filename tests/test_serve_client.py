@@ -1,0 +1,104 @@
+"""The client side of `rag serve` (`ask --server`, `bench serve`) and the serve options, against real uvicorn servers."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from rag.client import ask_remote, search_remote
+from rag.commands.serve import app
+from rag.config import RagError
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def inprocess_server(index_dir):
+    """A real uvicorn server in a thread (app built here, so its options can vary), on a free 127.0.0.1 port."""
+    import uvicorn
+
+    from rag.serve import create_app
+
+    servers = []
+
+    def start(**options) -> str:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        server = uvicorn.Server(uvicorn.Config(create_app(**options), log_level="warning"))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        servers.append((server, thread))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        for _ in range(200):
+            if server.started:
+                return url
+            thread.join(0.05)
+        raise RuntimeError("in-process server did not start")
+
+    yield start
+    for server, thread in servers:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def test_ask_remote_returns_the_agent_json(inprocess_server):
+    url = inprocess_server()
+    result = ask_remote(url, {"question": "How much memory does a 50k x 768 table take in fp16?", "llm": "extractive",
+                              "dim": None})
+    assert "76.8 MB" in result["answer"] and result["citations"]
+    hits = search_remote(url, {"question": "rotary position embeddings", "k": 2})["passages"]
+    assert len(hits) == 2 and hits[0]["source"] == "rotary-position-embeddings.md"
+
+
+def test_ask_remote_bad_question_carries_the_server_message(inprocess_server):
+    url = inprocess_server()
+    with pytest.raises(RagError, match=r"422.*question is empty"):
+        ask_remote(url, {"question": " "})
+    with pytest.raises(RagError, match=r"404.*unknown corpus 'nope'"):
+        ask_remote(url, {"question": "x", "corpus": "nope"})
+
+
+def test_ask_remote_unreachable_server_is_a_clear_error():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens here
+    with pytest.raises(RagError, match="cannot reach the server .* start it with `rag serve`"):
+        ask_remote(f"http://127.0.0.1:{port}", {"question": "x"}, timeout=5)
+
+
+def test_missing_index_is_404_when_builds_are_off(inprocess_server):
+    url = inprocess_server(build_missing=False)
+    response = httpx.post(url + "/search", json={"question": "x", "index": "hnsw", "dim": 32}, timeout=30)
+    assert response.status_code == 404
+    assert "rag index build --corpus builtin --encoder minilm --dim 32 --index hnsw" in response.json()["detail"]
+    bm25 = httpx.post(url + "/search", json={"question": "x", "retriever": "bm25"}, timeout=30)
+    assert bm25.status_code == 200  # BM25 needs no stored index
+
+
+def test_serve_refuses_a_port_in_use():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        result = runner.invoke(app, ["serve", "--port", str(busy.getsockname()[1]), "--no-warm"])
+    assert result.exit_code == 1
+    assert "cannot bind 127.0.0.1" in result.output and "pick another --port" in result.output
+
+
+def test_bench_serve_against_a_running_server(inprocess_server):
+    url = inprocess_server()
+    result = runner.invoke(app, ["bench-serve", "--server", url, "--requests", "4"])
+    assert result.exit_code == 0, result.output
+    for row in ("/search", "/ask"):
+        line = next(line for line in result.output.splitlines() if row in line)
+        assert line.split("│")[2].strip() == "4" and line.split("│")[3].strip() == "0"  # requests, errors
+
+
+def test_bench_serve_reports_errors_and_fails(inprocess_server):
+    url = inprocess_server()
+    result = runner.invoke(app, ["bench-serve", "--server", url, "--requests", "2", "--corpus", "nope"])
+    assert result.exit_code == 1
+    assert "404" in result.output
