@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from rag.commands import agent, bench, corpus, evaluate, index, search, serve
+from rag.commands import agent, bench, corpus, evaluate, index, lm, search, serve
 
 app = typer.Typer(
     name="rag",
@@ -22,6 +22,7 @@ app.command("search")(search.search)
 app.command("serve")(serve.serve)
 app.add_typer(corpus.app, name="corpus")
 app.add_typer(index.app, name="index")
+app.add_typer(lm.app, name="lm")
 
 eval_app = typer.Typer(help="Evaluations: retrieval quality and cost against d, and the agent.", no_args_is_help=True)
 eval_app.command("retrieval")(evaluate.retrieval)
