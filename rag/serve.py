@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -203,17 +203,19 @@ def list_indexes() -> list[dict]:
 
 
 def create_app(*, corpora: list[str] | None = None, encoders: list[str] | None = None, build_missing: bool = True,
-               warm: list[dict] | None = None, pool: RetrieverPool | None = None) -> FastAPI:
+               warm: list[dict] | None = None, pool: RetrieverPool | None = None, max_inflight: int = 0) -> FastAPI:
     """The FastAPI app.
 
     corpora: extra corpora (folder paths) this server may open besides the named ones.
     encoders: extra encoders (e.g. 'lm:<checkpoint dir>') besides the registry's named ones.
     build_missing: build an index on first request when it is not on disk (else answer 404).
     warm: settings dicts ({corpus, encoder, dim, index, reduce, retriever}) opened at start-up.
+    max_inflight: at most this many /search and /ask requests compute at once (the rest queue); 0 = no limit.
     """
     pool = pool or RetrieverPool(build_missing=build_missing)
     allowed_corpora = list(NAMED_CORPORA) + [str(c) for c in (corpora or [])]
     extra_encoders = [str(e) for e in (encoders or [])]
+    slots = threading.BoundedSemaphore(max_inflight) if max_inflight > 0 else nullcontext()
     started = time.time()
 
     def key_for(request: RetrievalSettings, mode: str) -> RetrieverKey:
@@ -269,7 +271,8 @@ def create_app(*, corpora: list[str] | None = None, encoders: list[str] | None =
         retriever = open_retriever(key_for(request, request.retriever))
         t0 = time.perf_counter()
         try:
-            hits = retriever.search(request.question, k=request.k)
+            with slots:
+                hits = retriever.search(request.question, k=request.k)
         except RagError as exc:
             raise _http_error(exc) from None
         passages = [{"id": h.passage.id, "title": h.passage.title, "source": h.passage.source,
@@ -287,9 +290,10 @@ def create_app(*, corpora: list[str] | None = None, encoders: list[str] | None =
         except ImportError as exc:
             raise HTTPException(503, f"the agent is not available in this install ({exc}); use /search") from None
         try:
-            return run_agent(request.question, corpus=key.corpus, encoder=key.encoder, dim=key.dim, index=key.index,
-                             reduce=key.reduce, retriever=key.retriever, llm=request.llm, max_steps=request.max_steps,
-                             k=request.k, retriever_obj=retriever)
+            with slots:
+                return run_agent(request.question, corpus=key.corpus, encoder=key.encoder, dim=key.dim, index=key.index,
+                                 reduce=key.reduce, retriever=key.retriever, llm=request.llm,
+                                 max_steps=request.max_steps, k=request.k, retriever_obj=retriever)
         except RagError as exc:
             raise _http_error(exc) from None
 

@@ -90,11 +90,13 @@ def test_serve_refuses_a_port_in_use():
 
 def test_bench_serve_against_a_running_server(inprocess_server):
     url = inprocess_server()
-    result = runner.invoke(app, ["bench-serve", "--server", url, "--requests", "4"])
+    result = runner.invoke(app, ["bench-serve", "--server", url, "--requests", "4", "--sequential", "2"])
     assert result.exit_code == 0, result.output
-    for row in ("/search", "/ask"):
-        line = next(line for line in result.output.splitlines() if row in line)
-        assert line.split("│")[2].strip() == "4" and line.split("│")[3].strip() == "0"  # requests, errors
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in result.output.splitlines() if "│ /" in line]
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [  # endpoint, mode, requests, errors
+        ("/search", "sequential", "2", "0"), ("/ask", "sequential", "2", "0"),
+        ("/search", "concurrent", "4", "0"), ("/ask", "concurrent", "4", "0")]
+    assert "throughput x" in result.output
 
 
 def test_bench_serve_reports_errors_and_fails(inprocess_server):
@@ -102,3 +104,28 @@ def test_bench_serve_reports_errors_and_fails(inprocess_server):
     result = runner.invoke(app, ["bench-serve", "--server", url, "--requests", "2", "--corpus", "nope"])
     assert result.exit_code == 1
     assert "404" in result.output
+
+
+def test_rag_ask_server_goes_through_http(inprocess_server, cli):
+    import json
+
+    url = inprocess_server()
+    result = cli(["ask", "How many parameters does a 50k x 768 embedding table have?", "--server", url, "--json"])
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.output)
+    assert "38,400,000" in answer["answer"] and answer["citations"]
+    refused = cli(["ask", "x", "--server", url, "--corpus", "nope"])
+    assert refused.exit_code != 0 and "unknown corpus 'nope'" in refused.output
+
+
+def test_extra_corpus_folder_named_at_start(inprocess_server, tmp_path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "kiwi.md").write_text("# Kiwi\n\nThe kiwi is a flightless bird from New Zealand that lays a huge egg.\n")
+    (folder / "faiss.md").write_text("# FAISS\n\nFAISS searches dense vectors with flat, IVF and HNSW indexes.\n")
+    url = inprocess_server(corpora=[str(folder)])
+    response = httpx.post(url + "/search", json={"question": "flightless bird", "corpus": str(folder), "k": 1}, timeout=60)
+    assert response.status_code == 200, response.text
+    assert response.json()["passages"][0]["source"] == "kiwi.md"
+    other = httpx.post(url + "/search", json={"question": "x", "corpus": str(tmp_path)}, timeout=30)
+    assert other.status_code == 404  # only folders named at start are served

@@ -40,6 +40,7 @@ def serve(
     encoder: list[str] = typer.Option([], "--encoder", help="Extra encoder, e.g. lm:<checkpoint dir> (repeatable)."),
     warm: bool = typer.Option(True, help="Load the default retriever (builtin, minilm, flat, hybrid) before serving."),
     build_missing: bool = typer.Option(True, help="Build an index on first request when it is not on disk (else 404)."),
+    max_inflight: int = typer.Option(0, min=0, help="At most this many /search and /ask requests compute at once; 0 = no limit."),
     log_level: str = typer.Option("info", help="uvicorn log level."),
 ) -> None:
     """Serve /ask, /search, /health and /indexes over HTTP (OpenAPI at /docs)."""
@@ -50,7 +51,8 @@ def serve(
     if host not in ("127.0.0.1", "localhost", "::1"):
         err_console.print(f"[yellow]warning: binding {host} exposes the service beyond this machine; it has no authentication[/]")
     warm_settings = [{"corpus": "builtin", "encoder": "minilm", "index": "flat", "retriever": "hybrid"}] if warm else []
-    api = create_app(corpora=corpus, encoders=encoder, build_missing=build_missing, warm=warm_settings)
+    api = create_app(corpora=corpus, encoders=encoder, build_missing=build_missing, warm=warm_settings,
+                     max_inflight=max_inflight)
     sock = _bind(host, port)
     console.print(f"rag serve on http://{host}:{sock.getsockname()[1]}  (docs at /docs)")
     server = uvicorn.Server(uvicorn.Config(api, log_level=log_level))
@@ -144,12 +146,30 @@ def fire(url: str, path: str, payloads: list[dict], timeout: float) -> dict:
     return summarise(path, results, wall)
 
 
-def summarise(path: str, results: list[tuple[float, int | str]], wall_s: float) -> dict:
+def fire_sequential(url: str, path: str, payloads: list[dict], timeout: float) -> dict:
+    """Send payloads one after another (the single-request baseline)."""
+    import httpx
+
+    results = []
+    with httpx.Client(timeout=timeout) as client:
+        t_all = time.perf_counter()
+        for payload in payloads:
+            t0 = time.perf_counter()
+            try:
+                outcome: int | str = client.post(url + path, json=payload).status_code
+            except httpx.HTTPError as exc:
+                outcome = type(exc).__name__
+            results.append(((time.perf_counter() - t0) * 1000, outcome))
+        wall = time.perf_counter() - t_all
+    return summarise(path, results, wall, mode="sequential")
+
+
+def summarise(path: str, results: list[tuple[float, int | str]], wall_s: float, mode: str = "concurrent") -> dict:
     import numpy as np
 
     latencies = np.array([ms for ms, _ in results])
     errors = [outcome for _, outcome in results if outcome != 200]
-    return {"endpoint": path, "requests": len(results), "errors": len(errors), "error_kinds": sorted({str(e) for e in errors}),
+    return {"endpoint": path, "mode": mode, "requests": len(results), "errors": len(errors), "error_kinds": sorted({str(e) for e in errors}),
             "p50_ms": float(np.percentile(latencies, 50)), "p95_ms": float(np.percentile(latencies, 95)),
             "max_ms": float(latencies.max()), "wall_s": wall_s, "rps": len(results) / wall_s}
 
@@ -157,12 +177,14 @@ def summarise(path: str, results: list[tuple[float, int | str]], wall_s: float) 
 @app.command("bench-serve")
 def bench_serve(
     requests: int = typer.Option(50, "--requests", "-n", min=1, help="Concurrent requests per endpoint."),
+    sequential: int = typer.Option(10, min=0, help="Requests sent one at a time first, as the single-request baseline."),
     corpus: str = typer.Option("builtin", help="Corpus to query."),
     index: str = typer.Option("flat", help="Index kind."),
     retriever: str = typer.Option("hybrid", help="dense | bm25 | hybrid."),
     server: str = typer.Option("", help="Bench a running server at this URL instead of starting one."),
     timeout: float = typer.Option(300.0, help="Per-request timeout, seconds."),
     startup_timeout: float = typer.Option(300.0, help="Seconds to wait for the started server to be healthy."),
+    max_inflight: int = typer.Option(0, min=0, help="--max-inflight of the started server (0 = no limit)."),
 ) -> None:
     """Fire N concurrent /search then N concurrent /ask (extractive) requests at a real server; print p50/p95 and errors."""
     proc = None
@@ -174,18 +196,24 @@ def bench_serve(
             url = f"http://127.0.0.1:{port}"
             console.print(f"starting rag serve on {url} (log: {log_path}) ...")
             t0 = time.perf_counter()
-            proc = start_server_process(port, log_path)
+            proc = start_server_process(port, log_path, ["--max-inflight", str(max_inflight)])
             wait_healthy(url, proc, startup_timeout, log_path)
             console.print(f"server healthy after {time.perf_counter() - t0:.1f} s")
         settings = {"corpus": corpus, "index": index, "retriever": retriever}
-        questions = [BENCH_QUESTIONS[i % len(BENCH_QUESTIONS)] for i in range(requests)]
+        pool = _questions(corpus)
+        questions = [pool[i % len(pool)] for i in range(requests)]
         # one untimed request per endpoint so that first-use loading is not in the figures
         for path, extra in (("/search", {"k": 5}), ("/ask", {"llm": "extractive"})):
             warmup = fire(url, path, [{"question": questions[0], **settings, **extra}], timeout)
             if warmup["errors"]:
                 console.print(f"[red]warm-up {path} failed: {warmup['error_kinds']}[/]")
-        rows = [fire(url, "/search", [{"question": q, **settings, "k": 5} for q in questions], timeout),
-                fire(url, "/ask", [{"question": q, **settings, "llm": "extractive"} for q in questions], timeout)]
+        search = [{"question": q, **settings, "k": 5} for q in questions]
+        ask = [{"question": q, **settings, "llm": "extractive"} for q in questions]
+        rows = []
+        if sequential:
+            rows += [fire_sequential(url, "/search", search[:sequential], timeout),
+                     fire_sequential(url, "/ask", ask[:sequential], timeout)]
+        rows += [fire(url, "/search", search, timeout), fire(url, "/ask", ask, timeout)]
     except RuntimeError as exc:
         err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(1) from None
@@ -197,14 +225,35 @@ def bench_serve(
         raise typer.Exit(1)
 
 
+def _questions(corpus: str) -> list[str]:
+    """The named data set's own queries, else questions about the built-in corpus."""
+    from rag.config import RagError
+    from rag.corpus import NAMED_CORPORA, load_corpus
+
+    if corpus in NAMED_CORPORA and corpus != "builtin":
+        try:
+            queries = [q.text for q in load_corpus(corpus).queries[:200]]
+        except RagError:
+            queries = []
+        if queries:
+            return queries
+    return BENCH_QUESTIONS
+
+
 def _print_rows(rows: list[dict], url: str, settings: dict) -> None:
-    table = Table(title=f"rag bench serve: {rows[0]['requests']} concurrent requests per endpoint, {url}, {settings}")
-    for column in ("endpoint", "requests", "errors", "p50 ms", "p95 ms", "max ms", "wall s", "req/s"):
-        table.add_column(column, justify="right" if column != "endpoint" else "left")
+    table = Table(title=f"rag bench serve: {url}, {settings}")
+    for column in ("endpoint", "mode", "n", "errors", "p50 ms", "p95 ms", "wall s", "req/s"):
+        table.add_column(column, justify="left" if column in ("endpoint", "mode") else "right", no_wrap=True)
     for r in rows:
-        table.add_row(r["endpoint"], str(r["requests"]), str(r["errors"]) + (f" {r['error_kinds']}" if r["errors"] else ""),
-                      f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}", f"{r['max_ms']:.0f}", f"{r['wall_s']:.2f}", f"{r['rps']:.1f}")
+        table.add_row(r["endpoint"], r["mode"], str(r["requests"]), str(r["errors"]) + (f" {r['error_kinds']}" if r["errors"] else ""),
+                      f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}", f"{r['wall_s']:.2f}", f"{r['rps']:.1f}")
     console.print(table)
+    base = {r["endpoint"]: r for r in rows if r["mode"] == "sequential"}
+    for r in rows:
+        b = base.get(r["endpoint"])
+        if r["mode"] == "concurrent" and b:
+            console.print(f"{r['endpoint']}: {r['requests']} at once vs one at a time: p50 latency x{r['p50_ms'] / b['p50_ms']:.1f}, "
+                          f"throughput x{r['rps'] / b['rps']:.2f} ({r['rps']:.1f} vs {b['rps']:.1f} req/s)")
 
 
 if __name__ == "__main__":
