@@ -123,7 +123,8 @@ class SearchIndex:
         if where == "cuda-faiss" and self.kind in ("flat", "ivf-flat", "ivf-pq", "sq8"):
             import faiss
 
-            self.index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, self.index)
+            self._gpu_resources = faiss.StandardGpuResources()  # must outlive the GPU index
+            self.index = faiss.index_cpu_to_gpu(self._gpu_resources, 0, self.index)
             self.device = where
         elif where == "cuda-torch" and self.kind == "flat":
             import faiss
