@@ -27,8 +27,7 @@ from rag import __version__
 from rag.config import MAX_QUESTION_CHARS, RagError, index_dir
 from rag.corpus import NAMED_CORPORA
 
-RETRIEVER_MODES = ("dense", "bm25", "hybrid")
-
+RETRY_REOPEN_S = 5.0  # after a failed reopen of a rebuilt index, serve the old one this long before retrying
 
 # ---------------------------------------------------------------- request models
 
@@ -101,6 +100,7 @@ class _Entry:
     version: str | None  # the version folder this retriever loaded
     loaded_at: float = field(default_factory=time.time)
     requests: int = 0
+    retry_at: float = 0.0  # after a failed reopen, when to try again
 
     def is_current(self) -> bool:
         """True while the index symlink still points at the version this retriever loaded (one readlink)."""
@@ -123,8 +123,9 @@ class RetrieverPool:
 
     A rebuild writes a new version folder and flips the index symlink atomically. Each get() compares the
     symlink's target with the version the cached retriever loaded; on a change it opens the new version and
-    swaps the cache entry. Requests already running keep the old retriever object (fully in memory), so every
-    request sees one whole index. If opening the new version fails (e.g. it is pruned by a second rebuild
+    swaps the cache entry. Requests already running keep the old retriever object (fully in memory), and requests
+    that arrive while the new version loads are served by the old one, so every request sees one whole index and
+    none waits for the reload. If opening the new version fails (e.g. it is pruned by a second rebuild
     while loading), the old retriever keeps serving and the next request tries again.
     """
 
@@ -133,37 +134,46 @@ class RetrieverPool:
         self._entries: dict[RetrieverKey, _Entry] = {}
         self._lock = threading.Lock()
         self._key_locks: dict[RetrieverKey, threading.Lock] = {}
-        self.swaps = 0
-        self.swap_failures = 0
+        self.opens = self.swaps = self.swap_failures = 0
 
     def _key_lock(self, key: RetrieverKey) -> threading.Lock:
         with self._lock:
             return self._key_locks.setdefault(key, threading.Lock())
 
+    def _use(self, entry: _Entry):
+        with self._lock:
+            entry.requests += 1
+        return entry.retriever
+
     def get(self, key: RetrieverKey):
         """The current retriever for key: opened on first use, reopened when the index on disk was replaced."""
         entry = self._entries.get(key)
-        if entry is not None and entry.is_current():
-            entry.requests += 1
-            return entry.retriever
-        with self._key_lock(key):  # one opener per key; other keys are not blocked
+        if entry is not None and (entry.is_current() or time.monotonic() < entry.retry_at):
+            return self._use(entry)
+        lock = self._key_lock(key)
+        if entry is not None and not lock.acquire(blocking=False):
+            return self._use(entry)  # another request is opening the new version; the old one keeps serving
+        if entry is None:
+            lock.acquire()  # first use: wait for the one opener
+        try:
             entry = self._entries.get(key)
             if entry is not None and entry.is_current():
-                entry.requests += 1
-                return entry.retriever
+                return self._use(entry)
             try:
                 retriever = self._open(key)
             except RagError:
                 if entry is None:
                     raise
-                self.swap_failures += 1  # keep serving the whole old index; retry on the next request
-                entry.requests += 1
-                return entry.retriever
+                self.swap_failures += 1  # keep serving the whole old index; try again in a few seconds
+                entry.retry_at = time.monotonic() + RETRY_REOPEN_S
+                return self._use(entry)
             link, version = _link_and_version(retriever)
-            if entry is not None:
-                self.swaps += 1
-            self._entries[key] = _Entry(retriever, link, version, requests=1)
-            return retriever
+            self.opens += 1
+            self.swaps += entry is not None
+            self._entries[key] = new = _Entry(retriever, link, version)
+            return self._use(new)
+        finally:
+            lock.release()
 
     def _open(self, key: RetrieverKey):
         from rag.retrieve import Retriever
@@ -255,7 +265,7 @@ def create_app(*, corpora: list[str] | None = None, encoders: list[str] | None =
     def health() -> dict:
         """Liveness plus what is loaded."""
         return {"status": "ok", "version": __version__, "uptime_s": round(time.time() - started, 1),
-                "loaded": pool.loaded(), "swaps": pool.swaps, "swap_failures": pool.swap_failures}
+                "loaded": pool.loaded(), "opens": pool.opens, "swaps": pool.swaps, "swap_failures": pool.swap_failures}
 
     @app.get("/indexes")
     def indexes() -> dict:

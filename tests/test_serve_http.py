@@ -80,6 +80,23 @@ def test_ask_extractive_cites_existing_passages(server, builtin_ids):
         assert f"[{citation['n']}]" in result["answer"]
 
 
+def test_concurrent_first_requests_open_the_retriever_once(server):
+    before = httpx.get(server["url"] + "/health").json()["opens"]
+    body = {"question": PARAMS_QUESTION, "retriever": "dense", "index": "sq8", "k": 3}  # a key no test used yet
+    statuses = []
+    threads = [threading.Thread(target=lambda: statuses.append(post(server, "/search", body, timeout=120).status_code))
+               for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert statuses == [200] * 8
+    health = httpx.get(server["url"] + "/health").json()
+    assert health["opens"] == before + 1
+    entry = next(e for e in health["loaded"] if e["index"] == "sq8" and e["retriever"] == "dense")
+    assert entry["requests"] == 8
+
+
 def test_indexes_lists_the_built_index(server):
     body = httpx.get(server["url"] + "/indexes").json()
     assert body["index_dir"] == str(server["index_dir"])
