@@ -129,3 +129,27 @@ def test_extra_corpus_folder_named_at_start(inprocess_server, tmp_path):
     assert response.json()["passages"][0]["source"] == "kiwi.md"
     other = httpx.post(url + "/search", json={"question": "x", "corpus": str(tmp_path)}, timeout=30)
     assert other.status_code == 404  # only folders named at start are served
+
+
+def test_a_corrupt_new_version_keeps_the_old_index_serving(inprocess_server, index_dir):
+    """If the symlink flips to a version that fails its checksums, requests keep getting the whole old index."""
+    import os
+    import shutil
+
+    url = inprocess_server()
+    body = {"question": "rotary position embeddings", "k": 2}
+    good = httpx.post(url + "/search", json=body, timeout=60).json()["passages"]
+    link = index_dir / "builtin" / "minilm-d384-flat"
+    bad = link.parent / ".versions" / "minilm-d384-flat-99999999-broken"
+    shutil.copytree(os.path.realpath(link), bad)
+    data = bytearray((bad / "index.faiss").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (bad / "index.faiss").write_bytes(bytes(data))
+    tmp_link = link.parent / ".link-test"
+    os.symlink(os.path.relpath(bad, link.parent), tmp_link)
+    os.replace(tmp_link, link)
+    for _ in range(3):
+        response = httpx.post(url + "/search", json=body, timeout=60)
+        assert response.status_code == 200 and response.json()["passages"] == good
+    health = httpx.get(url + "/health").json()
+    assert health["swap_failures"] == 1 and health["swaps"] == 0  # one failed reopen, then a back-off
