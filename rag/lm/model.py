@@ -1,0 +1,209 @@
+"""A small decoder-only GPT in one readable file (nanoGPT style), plus its accounting.
+
+Shape: token embedding (V x d) -> [+ learned/sinusoidal positions] -> L pre-LayerNorm blocks
+(causal scaled-dot-product attention, GELU MLP 4d) -> final LayerNorm -> head (tied to the
+embedding, or its own V x d matrix).
+
+Init (our choice, documented): every weight matrix, the token embedding and the learned position
+table ~ N(0, 0.02) as in GPT-2; the two residual projections of each block ~ N(0, 0.02/sqrt(2L));
+biases 0, LayerNorm weight 1. The source material's N(0, 1/sqrt(d)) would give std 0.088 at
+d=128, which with a tied head makes the first logits large; 0.02 keeps the initial loss near ln V
+at every d, so all points of the sweep start alike.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+POSITIONS = ("learned", "sinusoidal", "rope")
+
+
+@dataclass
+class GPTConfig:
+    vocab: int = 10000
+    dim: int = 256
+    layers: int = 6
+    heads: int = 8
+    context: int = 128
+    tie: bool = True
+    pos: str = "learned"
+    init_std: float = 0.02
+
+    def check(self) -> "GPTConfig":
+        """Refuse impossible shapes before any weight is allocated."""
+        from rag.config import RagError
+
+        if self.dim % self.heads:
+            raise RagError(f"d={self.dim} is not divisible by heads={self.heads}; pick d a multiple of {self.heads} or change --heads")
+        if self.pos not in POSITIONS:
+            raise RagError(f"unknown --pos {self.pos!r}; use one of {', '.join(POSITIONS)}")
+        if self.pos == "rope" and (self.dim // self.heads) % 2:
+            raise RagError(f"rope needs an even head size, got d/heads={self.dim // self.heads}")
+        if min(self.vocab, self.dim, self.layers, self.heads, self.context) < 1:
+            raise RagError("vocab, dim, layers, heads and context must all be >= 1")
+        return self
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def sinusoid_table(context: int, dim: int) -> torch.Tensor:
+    """The fixed sin/cos position table of 'Attention is all you need' [context, dim]."""
+    pos = torch.arange(context, dtype=torch.float32)[:, None]
+    freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))
+    table = torch.zeros(context, dim)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq[: dim // 2])
+    return table
+
+
+def rope_tables(context: int, head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin [context, head_dim/2] for rotary position embedding."""
+    inv = 1.0 / (10000 ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+    angles = torch.arange(context, dtype=torch.float32)[:, None] * inv[None, :]
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate pairs (x[..., :h/2], x[..., h/2:]) of x [B, H, T, h] by the position angles."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+    return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.heads, self.dim = cfg.heads, cfg.dim
+        self.qkv = nn.Linear(cfg.dim, 3 * cfg.dim)  # one fused projection for q, k and v
+        self.proj = nn.Linear(cfg.dim, cfg.dim)
+        self.rope = cfg.pos == "rope"
+        if self.rope:
+            cos, sin = rope_tables(cfg.context, cfg.dim // cfg.heads)
+            self.register_buffer("cos", cos, persistent=False)
+            self.register_buffer("sin", sin, persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4)
+        if self.rope:
+            q, k = apply_rope(q, self.cos[:T], self.sin[:T]), apply_rope(k, self.cos[:T], self.sin[:T])
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # flash / memory-efficient kernel
+        return self.proj(y.transpose(1, 2).reshape(B, T, C))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(cfg.dim)
+        self.attn = CausalSelfAttention(cfg)
+        self.ln2 = nn.LayerNorm(cfg.dim)
+        self.fc = nn.Linear(cfg.dim, 4 * cfg.dim)
+        self.fc_proj = nn.Linear(4 * cfg.dim, cfg.dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
+        return x + self.fc_proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.cfg = cfg.check()
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))  # first: an impossible size fails fast
+        self.wte = nn.Embedding(cfg.vocab, cfg.dim)
+        if cfg.pos == "learned":
+            self.wpe = nn.Parameter(torch.zeros(cfg.context, cfg.dim))
+        elif cfg.pos == "sinusoidal":
+            self.register_buffer("wpe", sinusoid_table(cfg.context, cfg.dim), persistent=False)
+        else:
+            self.wpe = None
+        self.ln_f = nn.LayerNorm(cfg.dim)
+        self.head = None if cfg.tie else nn.Linear(cfg.dim, cfg.vocab, bias=False)
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        std = self.cfg.init_std
+        for name, p in self.named_parameters():
+            if name.endswith("bias"):
+                nn.init.zeros_(p)
+            elif ".ln" in name or name.startswith("ln_f"):
+                nn.init.ones_(p)
+            elif name.endswith("proj.weight"):  # residual projections: scaled down with depth
+                nn.init.normal_(p, 0.0, std / math.sqrt(2 * self.cfg.layers))
+            else:
+                nn.init.normal_(p, 0.0, std)
+
+    def output_weight(self) -> torch.Tensor:
+        return self.wte.weight if self.head is None else self.head.weight
+
+    def hidden(self, idx: torch.Tensor) -> torch.Tensor:
+        """Final-LayerNorm hidden states [B, T, d] for token ids idx [B, T]."""
+        x = self.wte(idx)
+        if self.wpe is not None:
+            x = x + self.wpe[: idx.shape[1]]
+        for block in self.blocks:
+            x = block(x)
+        return self.ln_f(x)
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
+        """Logits [B, T, V]; with targets, (logits, mean cross-entropy loss in fp32)."""
+        logits = F.linear(self.hidden(idx), self.output_weight())
+        if targets is None:
+            return logits
+        loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
+        return logits, loss
+
+    @torch.no_grad()
+    def generate(self, idx: torch.Tensor, new_tokens: int, temperature: float = 0.8, top_k: int = 40,
+                 generator: torch.Generator | None = None) -> torch.Tensor:
+        """Sample new_tokens continuations of idx [B, T] (top-k, temperature)."""
+        for _ in range(new_tokens):
+            logits = self(idx[:, -self.cfg.context:])[:, -1, :].float() / temperature
+            kth = torch.topk(logits, top_k).values[:, -1:]
+            probs = F.softmax(logits.masked_fill(logits < kth, float("-inf")), dim=-1)
+            idx = torch.cat([idx, torch.multinomial(probs, 1, generator=generator)], dim=1)
+        return idx
+
+
+# ---------------------------------------------------------------- accounting (no weights needed)
+
+def param_counts(cfg: GPTConfig) -> dict:
+    """Parameter counts by part, by hand (a test checks them against the real module)."""
+    d, V, L = cfg.dim, cfg.vocab, cfg.layers
+    per_block = (2 * d) + (3 * d * d + 3 * d) + (d * d + d) + (2 * d) + (4 * d * d + 4 * d) + (4 * d * d + d)
+    embedding = V * d
+    position = cfg.context * d if cfg.pos == "learned" else 0
+    head = 0 if cfg.tie else V * d
+    total = embedding + position + L * per_block + 2 * d + head
+    return {"params": total, "embedding_params": embedding, "position_params": position,
+            "head_params": head, "block_params": L * per_block, "embedding_share": embedding / total}
+
+
+def flops_per_token(cfg: GPTConfig) -> dict:
+    """Matmul FLOPs per token (nanoGPT/PaLM convention: train = 3 x forward, full T x T scores)."""
+    d, V, L, T = cfg.dim, cfg.vocab, cfg.layers, cfg.context
+    attn_proj = 2 * L * 4 * d * d      # qkv + output projection, forward
+    attn_scores = 2 * L * 2 * T * d    # q.k^T and att.v, forward
+    mlp = 2 * L * 8 * d * d            # fc and fc_proj, forward
+    head = 2 * V * d                   # logits, forward
+    forward = attn_proj + attn_scores + mlp + head
+    return {"attention_fwd": attn_proj + attn_scores, "attention_scores_fwd": attn_scores, "mlp_fwd": mlp,
+            "head_fwd": head, "forward": forward, "train": 3 * forward}
+
+
+def accounting(cfg: GPTConfig) -> dict:
+    """Everything `rag lm info` prints: params, bytes, training memory, FLOPs, the 1.5*sqrt(V) rule."""
+    counts = param_counts(cfg)
+    P = counts["params"]
+    flops = flops_per_token(cfg)
+    return {**cfg.to_dict(), **counts,
+            "bytes_fp32": 4 * P, "bytes_fp16": 2 * P,
+            "train_mem_est_bytes": 16 * P,  # fp32 weights + grads + Adam m and v
+            "heuristic_dim_1_5_sqrt_v": 1.5 * math.sqrt(cfg.vocab),
+            "flops_per_token": flops["train"], "flops": flops}
