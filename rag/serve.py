@@ -213,7 +213,8 @@ def list_indexes() -> list[dict]:
 
 
 def create_app(*, corpora: list[str] | None = None, encoders: list[str] | None = None, build_missing: bool = True,
-               warm: list[dict] | None = None, pool: RetrieverPool | None = None, max_inflight: int = 0) -> FastAPI:
+               warm: list[dict] | None = None, pool: RetrieverPool | None = None, max_inflight: int = 0,
+               torch_threads: int = 0) -> FastAPI:
     """The FastAPI app.
 
     corpora: extra corpora (folder paths) this server may open besides the named ones.
@@ -221,6 +222,8 @@ def create_app(*, corpora: list[str] | None = None, encoders: list[str] | None =
     build_missing: build an index on first request when it is not on disk (else answer 404).
     warm: settings dicts ({corpus, encoder, dim, index, reduce, retriever}) opened at start-up.
     max_inflight: at most this many /search and /ask requests compute at once (the rest queue); 0 = no limit.
+    torch_threads: torch intra-op threads for this process, set at start-up (0 = leave torch's default).
+      Requests already run in parallel threads, so 1 avoids oversubscribing the cores (see `rag bench serve`).
     """
     pool = pool or RetrieverPool(build_missing=build_missing)
     allowed_corpora = list(NAMED_CORPORA) + [str(c) for c in (corpora or [])]
@@ -247,6 +250,10 @@ def create_app(*, corpora: list[str] | None = None, encoders: list[str] | None =
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):
+        if torch_threads > 0:
+            import torch
+
+            torch.set_num_threads(torch_threads)
         for settings in warm or []:  # open before serving, so the first request is not slow
             key = RetrieverKey(settings.get("corpus", "builtin"), settings.get("encoder", "minilm"), settings.get("dim"),
                                settings.get("index", "flat"), settings.get("reduce", "pca"), settings.get("retriever", "hybrid"))

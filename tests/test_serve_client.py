@@ -92,9 +92,9 @@ def test_bench_serve_against_a_running_server(inprocess_server):
     url = inprocess_server()
     result = runner.invoke(app, ["bench-serve", "--server", url, "--requests", "4", "--sequential", "2"])
     assert result.exit_code == 0, result.output
-    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in result.output.splitlines() if "│ /" in line]
+    rows = [[cell.strip() for cell in line.split("│")[2:-1]] for line in result.output.splitlines() if "│ /" in line]
     assert [(r[0], r[1], r[2], r[3]) for r in rows] == [  # endpoint, mode, requests, errors
-        ("/search", "sequential", "2", "0"), ("/ask", "sequential", "2", "0"),
+        ("/search", "serial", "2", "0"), ("/ask", "serial", "2", "0"),
         ("/search", "concurrent", "4", "0"), ("/ask", "concurrent", "4", "0")]
     assert "throughput x" in result.output
 

@@ -41,6 +41,7 @@ def serve(
     warm: bool = typer.Option(True, help="Load the default retriever (builtin, minilm, flat, hybrid) before serving."),
     build_missing: bool = typer.Option(True, help="Build an index on first request when it is not on disk (else 404)."),
     max_inflight: int = typer.Option(0, min=0, help="At most this many /search and /ask requests compute at once; 0 = no limit."),
+    torch_threads: int = typer.Option(1, min=0, help="torch threads per request (requests already run in parallel); 0 = torch default."),
     log_level: str = typer.Option("info", help="uvicorn log level."),
 ) -> None:
     """Serve /ask, /search, /health and /indexes over HTTP (OpenAPI at /docs)."""
@@ -52,7 +53,7 @@ def serve(
         err_console.print(f"[yellow]warning: binding {host} exposes the service beyond this machine; it has no authentication[/]")
     warm_settings = [{"corpus": "builtin", "encoder": "minilm", "index": "flat", "retriever": "hybrid"}] if warm else []
     api = create_app(corpora=corpus, encoders=encoder, build_missing=build_missing, warm=warm_settings,
-                     max_inflight=max_inflight)
+                     max_inflight=max_inflight, torch_threads=torch_threads)
     sock = _bind(host, port)
     console.print(f"rag serve on http://{host}:{sock.getsockname()[1]}  (docs at /docs)")
     server = uvicorn.Server(uvicorn.Config(api, log_level=log_level))
@@ -161,7 +162,7 @@ def fire_sequential(url: str, path: str, payloads: list[dict], timeout: float) -
                 outcome = type(exc).__name__
             results.append(((time.perf_counter() - t0) * 1000, outcome))
         wall = time.perf_counter() - t_all
-    return summarise(path, results, wall, mode="sequential")
+    return summarise(path, results, wall, mode="serial")
 
 
 def summarise(path: str, results: list[tuple[float, int | str]], wall_s: float, mode: str = "concurrent") -> dict:
@@ -182,47 +183,56 @@ def bench_serve(
     index: str = typer.Option("flat", help="Index kind."),
     retriever: str = typer.Option("hybrid", help="dense | bm25 | hybrid."),
     server: str = typer.Option("", help="Bench a running server at this URL instead of starting one."),
+    torch_threads: list[int] = typer.Option([1, 0], "--torch-threads",
+                                            help="Start one server per value (serve --torch-threads) and compare."),
+    max_inflight: int = typer.Option(0, min=0, help="--max-inflight of the started servers (0 = no limit)."),
     timeout: float = typer.Option(300.0, help="Per-request timeout, seconds."),
-    startup_timeout: float = typer.Option(300.0, help="Seconds to wait for the started server to be healthy."),
-    max_inflight: int = typer.Option(0, min=0, help="--max-inflight of the started server (0 = no limit)."),
+    startup_timeout: float = typer.Option(300.0, help="Seconds to wait for a started server to be healthy."),
 ) -> None:
     """Fire N concurrent /search then N concurrent /ask (extractive) requests at a real server; print p50/p95 and errors."""
-    proc = None
-    log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"rag-bench-serve-{os.getpid()}.log"
-    url = server.rstrip("/")
-    try:
-        if not url:
-            port = free_port()
-            url = f"http://127.0.0.1:{port}"
-            console.print(f"starting rag serve on {url} (log: {log_path}) ...")
-            t0 = time.perf_counter()
-            proc = start_server_process(port, log_path, ["--max-inflight", str(max_inflight)])
-            wait_healthy(url, proc, startup_timeout, log_path)
-            console.print(f"server healthy after {time.perf_counter() - t0:.1f} s")
-        settings = {"corpus": corpus, "index": index, "retriever": retriever}
-        pool = _questions(corpus)
-        questions = [pool[i % len(pool)] for i in range(requests)]
-        # one untimed request per endpoint so that first-use loading is not in the figures
-        for path, extra in (("/search", {"k": 5}), ("/ask", {"llm": "extractive"})):
-            warmup = fire(url, path, [{"question": questions[0], **settings, **extra}], timeout)
-            if warmup["errors"]:
-                console.print(f"[red]warm-up {path} failed: {warmup['error_kinds']}[/]")
-        search = [{"question": q, **settings, "k": 5} for q in questions]
-        ask = [{"question": q, **settings, "llm": "extractive"} for q in questions]
-        rows = []
-        if sequential:
-            rows += [fire_sequential(url, "/search", search[:sequential], timeout),
-                     fire_sequential(url, "/ask", ask[:sequential], timeout)]
-        rows += [fire(url, "/search", search, timeout), fire(url, "/ask", ask, timeout)]
-    except RuntimeError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(1) from None
-    finally:
-        if proc is not None:
-            stop_server_process(proc)
-    _print_rows(rows, url, settings)
+    settings = {"corpus": corpus, "index": index, "retriever": retriever}
+    pool = _questions(corpus)
+    questions = [pool[i % len(pool)] for i in range(requests)]
+    rows = []
+    configs = [("external", None)] if server else [(f"torch={t or 'auto'}", t) for t in torch_threads]
+    for label, threads in configs:
+        proc, url = None, server.rstrip("/")
+        log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"rag-bench-serve-{os.getpid()}-{threads}.log"
+        try:
+            if not url:
+                port = free_port()
+                url = f"http://127.0.0.1:{port}"
+                console.print(f"starting rag serve --torch-threads {threads} on {url} (log: {log_path}) ...")
+                t0 = time.perf_counter()
+                proc = start_server_process(port, log_path,
+                                            ["--torch-threads", str(threads), "--max-inflight", str(max_inflight)])
+                wait_healthy(url, proc, startup_timeout, log_path)
+                console.print(f"server healthy after {time.perf_counter() - t0:.1f} s")
+            rows += [{**r, "server": label} for r in _load(url, settings, questions, sequential, timeout)]
+        except RuntimeError as exc:
+            err_console.print(f"[red]error:[/] {exc}")
+            raise typer.Exit(1) from None
+        finally:
+            if proc is not None:
+                stop_server_process(proc)
+    _print_rows(rows, settings)
     if sum(r["errors"] for r in rows):
         raise typer.Exit(1)
+
+
+def _load(url: str, settings: dict, questions: list[str], sequential: int, timeout: float) -> list[dict]:
+    """A warm-up request per endpoint (untimed), then the one-at-a-time baseline, then everything at once."""
+    search = [{"question": q, **settings, "k": 5} for q in questions]
+    ask = [{"question": q, **settings, "llm": "extractive"} for q in questions]
+    for path, payload in (("/search", search[0]), ("/ask", ask[0])):
+        warmup = fire(url, path, [payload], timeout)
+        if warmup["errors"]:
+            console.print(f"[red]warm-up {path} failed: {warmup['error_kinds']}[/]")
+    rows = []
+    if sequential:
+        rows += [fire_sequential(url, "/search", search[:sequential], timeout),
+                 fire_sequential(url, "/ask", ask[:sequential], timeout)]
+    return rows + [fire(url, "/search", search, timeout), fire(url, "/ask", ask, timeout)]
 
 
 def _questions(corpus: str) -> list[str]:
@@ -240,20 +250,27 @@ def _questions(corpus: str) -> list[str]:
     return BENCH_QUESTIONS
 
 
-def _print_rows(rows: list[dict], url: str, settings: dict) -> None:
-    table = Table(title=f"rag bench serve: {url}, {settings}")
-    for column in ("endpoint", "mode", "n", "errors", "p50 ms", "p95 ms", "wall s", "req/s"):
-        table.add_column(column, justify="left" if column in ("endpoint", "mode") else "right", no_wrap=True)
+def _print_rows(rows: list[dict], settings: dict) -> None:
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    table = Table(title=f"rag bench serve {settings}; {os.cpu_count()} cores, load average {load}")
+    for column in ("server", "endpoint", "mode", "n", "errors", "p50 ms", "p95 ms", "req/s"):
+        table.add_column(column, justify="left" if column in ("server", "endpoint", "mode") else "right", no_wrap=True)
     for r in rows:
-        table.add_row(r["endpoint"], r["mode"], str(r["requests"]), str(r["errors"]) + (f" {r['error_kinds']}" if r["errors"] else ""),
-                      f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}", f"{r['wall_s']:.2f}", f"{r['rps']:.1f}")
+        table.add_row(r["server"], r["endpoint"], r["mode"], str(r["requests"]),
+                      str(r["errors"]) + (f" {r['error_kinds']}" if r["errors"] else ""),
+                      f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}", f"{r['rps']:.1f}")
     console.print(table)
-    base = {r["endpoint"]: r for r in rows if r["mode"] == "sequential"}
+    first = rows[0]["server"]
     for r in rows:
-        b = base.get(r["endpoint"])
-        if r["mode"] == "concurrent" and b:
-            console.print(f"{r['endpoint']}: {r['requests']} at once vs one at a time: p50 latency x{r['p50_ms'] / b['p50_ms']:.1f}, "
-                          f"throughput x{r['rps'] / b['rps']:.2f} ({r['rps']:.1f} vs {b['rps']:.1f} req/s)")
+        base = next((b for b in rows if b["server"] == r["server"] and b["endpoint"] == r["endpoint"]
+                     and b["mode"] == "serial"), None)
+        if r["mode"] == "concurrent" and base:
+            console.print(f"{r['server']} {r['endpoint']}: {r['requests']} at once vs one at a time: "
+                          f"p50 latency x{r['p50_ms'] / base['p50_ms']:.1f}, throughput x{r['rps'] / base['rps']:.2f}")
+        ref = next((b for b in rows if b["server"] == first and b["endpoint"] == r["endpoint"] and b["mode"] == r["mode"]), None)
+        if r["server"] != first and ref:
+            console.print(f"{r['server']} vs {first}, {r['endpoint']} {r['mode']}: p50 x{r['p50_ms'] / ref['p50_ms']:.2f}, "
+                          f"p95 x{r['p95_ms'] / ref['p95_ms']:.2f}, throughput x{r['rps'] / ref['rps']:.2f}")
 
 
 if __name__ == "__main__":
