@@ -45,13 +45,13 @@ def training_bars(enabled: bool = True):
 
 
 def _base(corpus, dim, layers, heads, vocab, context, tie, pos, epochs, tokens, minutes, batch, lr, seed, threads,
-          precision, compile, eval_tokens, resume, out):
+          precision, compile, eval_tokens, resume, out, slices=4):
     from rag.lm.sweep import default_base
 
     return default_base(corpus=corpus, dim=dim, layers=layers, heads=heads, vocab=vocab, context=context, tie=tie,
                         pos=pos, epochs=epochs, tokens=tokens, minutes=minutes, batch=batch, lr=lr, seed=seed,
                         threads=threads, precision=precision, compile=compile,
-                        eval_tokens=eval_tokens or None, resume=resume, out=out)
+                        eval_tokens=eval_tokens or None, resume=resume, out=out, slices=slices)
 
 
 def _row_line(r: dict) -> str:
@@ -77,6 +77,7 @@ def train_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
               precision: str = typer.Option("auto", help="auto (bf16 on GPU and on CPUs with native bf16), fp32, bf16."),
               compile: str = typer.Option("auto", help="torch.compile: auto (GPU only), on, off."),
               eval_tokens: int = typer.Option(32768, help="Valid/test tokens scored at the end (0: whole split)."),
+              slices: int = typer.Option(4, help="Checkpoints per run (at least one per epoch)."),
               resume: bool = typer.Option(False, "--resume", help="Continue the run in --out after a kill."),
               out: str = typer.Option(..., help="Run directory (checkpoints, curve, result.json)."),
               as_json: bool = typer.Option(False, "--json", help="Print the result row as JSON.")):
@@ -84,9 +85,14 @@ def train_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
     from rag.lm.train import train
 
     cfg = _base(corpus, dim, layers, heads, vocab, context, tie, pos, epochs, tokens, minutes, batch, lr, seed,
-                threads, precision, compile, eval_tokens, resume, out)
-    with training_bars(not as_json) as progress:
+                threads, precision, compile, eval_tokens, resume, out, slices)
+    import os
+
+    main_rank = int(os.environ.get("RANK", 0)) == 0  # under torchrun only rank 0 talks
+    with training_bars(not as_json and main_rank) as progress:
         result = train(cfg, progress=progress)
+    if not main_rank:
+        return
     if as_json:
         return print_json(result)
     console.print(_row_line(result))
