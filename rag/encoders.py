@@ -10,6 +10,7 @@ Full-width document vectors are cached per (corpus content hash, encoder name): 
 
 from __future__ import annotations
 
+import copy
 import re
 import shutil
 from functools import lru_cache
@@ -244,6 +245,32 @@ def _save_npy(path: Path, array: np.ndarray) -> None:
     tmp = path.with_suffix(".tmp.npy")
     np.save(tmp, array)
     tmp.replace(path)
+
+
+def cached_embeddings(corpus, encoder_name: str) -> tuple[np.ndarray, dict] | None:
+    """(full-width vectors, encoder state) from the cache, or None; loads no model."""
+    folder = embedding_cache_dir(corpus, encoder_name)
+    final = folder / "vectors.npy"
+    if not final.exists():
+        return None
+    vectors = np.load(final)
+    if len(vectors) != len(corpus.passages):
+        return None
+    state_file = folder / "encoder_state.npz"
+    return vectors, (dict(np.load(state_file)) if state_file.exists() else {})
+
+
+def with_state(encoder: Encoder, state: dict) -> Encoder:
+    """A shallow copy of the encoder (sharing its model) holding its own corpus statistics.
+
+    get_encoder() shares one object per name; a retriever over one corpus must not change the IDF weights that
+    a retriever over another corpus uses.
+    """
+    if not state or not hasattr(encoder, "set_state"):
+        return encoder
+    mine = copy.copy(encoder)
+    mine.set_state(state)
+    return mine
 
 
 def embed_corpus(corpus, encoder: Encoder, progress: ProgressFn | None = None, part_size: int = 512) -> np.ndarray:

@@ -109,11 +109,9 @@ class Retriever:
                     raise
                 build_and_save(corpus, encoder, dim, index, reduce, progress=progress)
                 loaded = load_index(corpus, encoder, dim, index, reduce)
-            from rag.encoders import get_encoder
+            from rag.encoders import get_encoder, with_state
 
-            enc = get_encoder(encoder)
-            if loaded.encoder_state and hasattr(enc, "set_state"):
-                enc.set_state(loaded.encoder_state)
+            enc = with_state(get_encoder(encoder), loaded.encoder_state)  # this corpus's IDF, not a shared one
         if mode in ("bm25", "hybrid"):
             bm25 = BM25(corpus.passages, cache_key=corpus.content_hash[:16])
         passages = loaded.passages if loaded else corpus.passages

@@ -17,7 +17,8 @@ import numpy as np
 from rag import __version__
 from rag.config import RagError, valid_choice
 from rag.corpus import Corpus, Passage
-from rag.encoders import REDUCERS, Reducer, check_encoder_name, embed_corpus, encoder_width, get_encoder
+from rag.encoders import (REDUCERS, Reducer, cached_embeddings, check_encoder_name, embed_corpus, encoder_width,
+                          get_encoder)
 from rag.index import (INDEX_KINDS, IndexCorrupt, IndexMismatch, IndexMissing, SearchIndex, build_index,
                        index_name, index_path, read_manifest, rebuild_command, verify_checksums, write_index_dir)
 
@@ -48,13 +49,17 @@ def build_and_save(corpus: Corpus, encoder_name: str = "minilm", dim: int | None
                    reduce: str = "pca", progress=None) -> dict:
     """Encode (or reuse cached vectors), reduce to d, build the FAISS index and store it atomically."""
     dim = check_options(encoder_name, dim, kind, reduce)
-    encoder = get_encoder(encoder_name)
-    vectors = embed_corpus(corpus, encoder, progress=progress)
+    cached = cached_embeddings(corpus, encoder_name)  # a hit needs no model at all
+    if cached:
+        vectors, state = cached
+    else:
+        encoder = get_encoder(encoder_name)
+        vectors = embed_corpus(corpus, encoder, progress=progress)
+        state = encoder.get_state() if hasattr(encoder, "get_state") else {}
     reducer = Reducer.fit(vectors, dim, reduce)
     start = time.perf_counter()
     index = build_index(reducer.transform(vectors), kind)
     build_s = time.perf_counter() - start
-    state = encoder.get_state() if hasattr(encoder, "get_state") else {}
 
     def write_extra(folder: Path) -> None:
         reducer.save(folder)

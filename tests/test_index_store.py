@@ -141,3 +141,16 @@ def test_bad_dims_and_names_are_refused(scifact_small):
         build_and_save(scifact_small, "minilm", 64, "flat", reduce="umap")
     with pytest.raises(RagError, match="valid encoders: minilm"):
         build_and_save(scifact_small, "bert", 64, "flat")
+
+
+def test_retrievers_over_two_corpora_keep_their_own_idf(tmp_path):
+    from rag.encoders import TableEncoder, with_state
+
+    class Chars:  # a tokenizer over characters, enough to give two corpora different IDF
+        def encode(self, text, add_special_tokens=False):
+            return [ord(c) % 64 for c in text]
+
+    shared = TableEncoder("toy", Chars(), np.eye(64, dtype=np.float32))
+    a, b = with_state(shared, {"idf": np.ones(64, np.float32)}), with_state(shared, {"idf": np.arange(64, dtype=np.float32)})
+    assert a.table is shared.table and not np.array_equal(a.idf, b.idf)
+    assert shared.idf is None
