@@ -143,7 +143,7 @@ def test_bad_dims_and_names_are_refused(scifact_small):
         build_and_save(scifact_small, "bert", 64, "flat")
 
 
-def test_retrievers_over_two_corpora_keep_their_own_idf(tmp_path):
+def test_with_state_gives_each_retriever_its_own_idf(tmp_path):
     from rag.encoders import TableEncoder, with_state
 
     class Chars:  # a tokenizer over characters, enough to give two corpora different IDF
