@@ -16,10 +16,11 @@ import operator
 import time
 from typing import Annotated, Any, Callable, TypedDict
 
-from rag.agent.planner import bridge_queries, nothing_found_answer, plan_question, rewrite_query
+from rag.agent.planner import HOP_FROM, bridge_queries, nothing_found_answer, plan_question, rewrite_query
 from rag.agent.text import is_injection, overlap
 from rag.config import RagError, check_question
 
+FIRST_TIER = 4  # how many of the first search's hits rank ahead of lookups and second-hop hits
 KEEP_OVERLAP = 0.34  # share of the query's content words a passage must contain to count as relevant
 KEEP_OVERLAP_TOP = 0.2  # a lower bar for the first hit of a query
 MAX_CONTEXT = 8  # passages handed to the answer step
@@ -28,14 +29,16 @@ MAX_CONTEXT = 8  # passages handed to the answer step
 class AgentState(TypedDict, total=False):
     question: str
     mode: str
+    plan_hop: bool
     sub_questions: list[str]
     bridge_template: str | None
     calc: dict | None
-    pending: list[str]
+    pending: list[dict]  # searches for the next round: {"query", "tier"}
+    lookups: list[dict]  # entity lookups for the next round: {"source", "ids", "tier"}
     round: int
     hop: int
-    found: dict  # passage id -> {"hit", "round", "rank", "query", "kept"}
-    order: list  # passage ids in the order they ranked (see _ranked)
+    found: dict  # passage id -> {"hit", "round", "rank", "query", "via", "kept", "overlap"}
+    lists: list  # every ranked list of the run: {"tier", "source", "ids"}; _ranked merges them
     last_round: list
     rewrites: int
     answer: str
@@ -49,13 +52,17 @@ def _hit_brief(hit) -> dict:
 
 
 def build_graph(retriever, backend, *, k: int, max_steps: int, on_step: Callable | None = None,
-                short_answer: bool = False):
+                short_answer: bool = False, use_lookup: bool = True):
     """Compile the agent graph over a rag.retrieve.Retriever and an LLM backend (see rag.agent.llm)."""
     from langgraph.graph import END, START, StateGraph
 
     from rag.agent.llm import ExtractiveBackend
+    from rag.agent.tools import title_linker
+    from rag.retrieve import Hit
 
     timings: dict[str, float] = {}
+    linker = title_linker(retriever.corpus) if use_lookup else None
+    by_id = retriever.corpus.passage_by_id
 
     def node(name: str, fn):
         def run(state: AgentState) -> dict:
@@ -72,31 +79,45 @@ def build_graph(retriever, backend, *, k: int, max_steps: int, on_step: Callable
 
     def analyze(state: AgentState) -> dict:
         plan = plan_question(state["question"])
+        pending = [{"query": q, "tier": 0} for q in plan["queries"]]
+        pending += [{"query": q, "tier": 2} for q in plan["extra_queries"]]
+        mentioned = linker.mentions(state["question"]) if linker else []
+        lookups = [{"source": "titles named in the question", "ids": mentioned, "tier": 1}] if mentioned else []
         step = {"node": "analyze", "mode": plan["mode"], "sub_questions": plan["sub_questions"],
-                "calculator": plan["calc"]["text"] if plan["calc"] else None, "queries": plan["queries"]}
-        return {"mode": plan["mode"], "sub_questions": plan["sub_questions"], "calc": plan["calc"],
-                "bridge_template": plan["bridge_template"], "pending": plan["queries"], "round": 0, "hop": 1,
-                "found": {}, "order": [], "rewrites": 0, "steps": [step]}
+                "calculator": plan["calc"]["text"] if plan["calc"] else None,
+                "queries": [p["query"] for p in pending], "lookups": mentioned}
+        return {"mode": plan["mode"], "plan_hop": plan["hop"], "sub_questions": plan["sub_questions"], "calc": plan["calc"],
+                "bridge_template": plan["bridge_template"], "pending": pending, "lookups": lookups, "round": 0,
+                "hop": 1, "found": {}, "lists": [], "rewrites": 0, "steps": [step]}
 
     def retrieve(state: AgentState) -> dict:
-        queries = state["pending"]
-        results = retriever.search_many(queries, k)
-        found, order = dict(state["found"]), list(state["order"])
+        pending, lookups = state["pending"], state.get("lookups") or []
         rnd = state["round"] + 1
-        new_ids = []
-        # Interleave the queries' lists rank by rank, so every query contributes its best hits first.
-        for rank in range(k):
-            for query, hits in zip(queries, results):
-                if rank < len(hits):
-                    hit = hits[rank]
-                    pid = hit.passage.id
-                    if pid not in found:
-                        found[pid] = {"hit": hit, "round": rnd, "rank": rank, "query": query, "kept": None}
-                        order.append(pid)
-                        new_ids.append(pid)
-        step = {"node": "retrieve", "round": rnd, "queries": queries,
+        results = retriever.search_many([p["query"] for p in pending], k) if pending else []
+        found, lists, new_ids = dict(state["found"]), list(state["lists"]), []
+
+        def add(pid: str, hit, rank: int, query: str, via: str) -> None:
+            if pid not in found:
+                found[pid] = {"hit": hit, "round": rnd, "rank": rank, "query": query, "via": via, "kept": None}
+                new_ids.append(pid)
+
+        for p, hits in zip(pending, results):
+            ids = [h.passage.id for h in hits]
+            lists.append({"tier": p["tier"], "source": p["query"], "ids": ids})
+            if p["tier"] == 0:  # the rest of a first search ranks after the lookups and the second hop
+                lists[-1]["ids"] = ids[:FIRST_TIER]
+                lists.append({"tier": 3, "source": p["query"], "ids": ids[FIRST_TIER:]})
+            for rank, h in enumerate(hits):
+                add(h.passage.id, h, rank, p["query"], "search")
+        for lk in lookups:
+            lists.append({"tier": lk["tier"], "source": lk["source"], "ids": lk["ids"]})
+            for rank, pid in enumerate(lk["ids"]):
+                add(pid, Hit(by_id[pid], 0.0), rank, state["question"], "lookup")
+        step = {"node": "retrieve", "round": rnd, "queries": [p["query"] for p in pending],
+                "lookups": [lk["source"] for lk in lookups],
                 "hits": [_hit_brief(found[i]["hit"]) for i in new_ids[: 2 * k]], "new": len(new_ids)}
-        return {"found": found, "order": order, "last_round": new_ids, "round": rnd, "steps": [step]}
+        return {"found": found, "lists": lists, "last_round": new_ids, "round": rnd, "pending": [], "lookups": [],
+                "steps": [step]}
 
     def grade(state: AgentState) -> dict:
         found = {i: dict(v) for i, v in state["found"].items()}
@@ -107,7 +128,7 @@ def build_graph(retriever, backend, *, k: int, max_steps: int, on_step: Callable
             p = f["hit"].passage
             ov = overlap(f["query"], f"{p.title} {p.text}")
             f["overlap"] = round(ov, 3)
-            f["kept"] = ov >= KEEP_OVERLAP or (f["rank"] == 0 and ov >= KEEP_OVERLAP_TOP)
+            f["kept"] = ov >= KEEP_OVERLAP or (f["rank"] == 0 and ov >= KEEP_OVERLAP_TOP) or f["via"] == "lookup"
             if is_injection(p.text):
                 warnings.append(f"passage {pid} contains instruction-like text; it was treated as data")
         if getattr(backend, "can_judge", False) and ids:
@@ -134,26 +155,32 @@ def build_graph(retriever, backend, *, k: int, max_steps: int, on_step: Callable
         steps_left = state["round"] < max_steps
         if not kept_any and steps_left and not any(f["kept"] for f in state["found"].values()):
             return "rewrite"
-        if state["mode"] == "multi-hop" and state["hop"] == 1 and steps_left:
+        if state["plan_hop"] and state["hop"] == 1 and steps_left:
             return "hop"
         return "answer"
 
     def rewrite(state: AgentState) -> dict:
         query = rewrite_query(state["question"], state["rewrites"], state["sub_questions"])
         step = {"node": "rewrite", "reason": "no retrieved passage was relevant", "query": query}
-        return {"pending": [query], "rewrites": state["rewrites"] + 1, "steps": [step]}
+        return {"pending": [{"query": query, "tier": 0}], "rewrites": state["rewrites"] + 1, "steps": [step]}
 
     def hop(state: AgentState) -> dict:
-        kept = [state["found"][pid]["hit"].passage for pid in state["order"] if state["found"][pid]["kept"]]
+        first = [pid for pid in _ranked(state) if state["found"][pid]["kept"]][:HOP_FROM]
+        kept = [state["found"][pid]["hit"].passage for pid in first]
         queries = bridge_queries(state["question"], state["sub_questions"], state["bridge_template"], kept)
-        step = {"node": "hop", "reason": "second hop from first-hop findings",
-                "from": [p.title for p in kept[:3]], "queries": queries}
-        if not queries:
-            return {"hop": 2, "pending": [], "steps": [step]}
-        return {"hop": 2, "pending": queries, "steps": [step]}
+        lookups = []
+        if linker:
+            for p in kept:
+                ids = [i for i in linker.mentions(p.text, exclude={p.id})]
+                if ids:
+                    lookups.append({"source": f"titles named in {p.title}", "ids": ids, "tier": 1})
+        step = {"node": "hop", "reason": "second hop from first-hop findings", "from": [p.title for p in kept],
+                "queries": queries, "lookups": [lk["source"] for lk in lookups]}
+        return {"hop": 2, "pending": [{"query": q, "tier": 2} for q in queries], "lookups": lookups,
+                "steps": [step]}
 
     def after_hop(state: AgentState) -> str:
-        return "retrieve" if state["pending"] else "answer"
+        return "retrieve" if state["pending"] or state["lookups"] else "answer"
 
     def answer(state: AgentState) -> dict:
         ranked = _ranked(state)
@@ -203,9 +230,16 @@ def build_graph(retriever, backend, *, k: int, max_steps: int, on_step: Callable
 
 
 def _ranked(state: AgentState) -> list[str]:
-    """All retrieved ids, best first: kept before dropped, first-hop top hits, then the hop's, then the rest."""
-    found = state["found"]
-    return sorted(state["order"], key=lambda pid: (not found[pid]["kept"], found[pid]["rank"], found[pid]["round"]))
+    """All retrieved ids, best first: by tier (first search's top hits, entity lookups, second-hop and other
+    searches, the rest of the first search), and within a tier rank by rank across its lists."""
+    out: dict[str, None] = {}
+    for tier in sorted({lst["tier"] for lst in state["lists"]}):
+        group = [lst["ids"] for lst in state["lists"] if lst["tier"] == tier]
+        for rank in range(max(len(ids) for ids in group)):
+            for ids in group:
+                if rank < len(ids):
+                    out.setdefault(ids[rank], None)
+    return list(out)
 
 
 def _attach_citations(text: str, passages: list[dict]) -> tuple[str, list[dict], list[str]]:
@@ -284,7 +318,8 @@ def run_agent(question: str, *, corpus="builtin", encoder="minilm", dim=None, in
                          config={"recursion_limit": 4 * max_steps + 12})
     found = state["found"]
     retrieved = [{"id": pid, "title": found[pid]["hit"].passage.title, "score": round(float(found[pid]["hit"].score), 4),
-                  "round": found[pid]["round"], "kept": bool(found[pid]["kept"])} for pid in _ranked(state)]
+                  "round": found[pid]["round"], "via": found[pid]["via"], "kept": bool(found[pid]["kept"])}
+                 for pid in _ranked(state)]
     timings = {key: round(v, 1) for key, v in timings.items()}
     timings["open_ms"] = round((t_open - t0) * 1e3, 1)
     timings["total_ms"] = round((time.perf_counter() - t0) * 1e3, 1)

@@ -145,7 +145,7 @@ class LocalBackend:
     name = "local"
     can_judge = False
 
-    def __init__(self, max_new_tokens: int = 40, max_passages: int = 3, max_words: int = 90):
+    def __init__(self, max_new_tokens: int = 48, max_passages: int = 3, max_words: int = 80):
         from rag.smollm2 import load_smollm2
 
         self.tokenizer, self.model = load_smollm2()
@@ -162,12 +162,13 @@ class LocalBackend:
         with torch.inference_mode():
             out = self.model.generate(**ids, max_new_tokens=max_new_tokens or self.max_new_tokens, do_sample=False,
                                       pad_token_id=self.tokenizer.eos_token_id)
-        return self.tokenizer.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True).strip()
+        text = self.tokenizer.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+        return re.split(r"\n\s*\n|\bQuestion:", text)[0].strip()  # a small model may run on into a new turn
 
     def answer(self, question: str, passages: list[dict], notes: list[str] | None = None,
                sub_questions: list[str] | None = None, short: bool = False) -> str:
         messages = build_messages(question, passages[: self.max_passages], notes, self.max_words, short=short)
-        return self.generate(messages)
+        return self.generate(messages, max_new_tokens=24 if short else None)
 
 
 def get_backend(name: str):

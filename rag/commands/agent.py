@@ -120,13 +120,14 @@ def eval_agent(dataset: str = typer.Option("hotpotqa", help="hotpotqa or squad."
                reduce: str = typer.Option("pca", help=REDUCE_HELP),
                retriever: str = typer.Option("hybrid", help=RETRIEVER_HELP),
                max_steps: int = typer.Option(4, "--max-steps", help=STEPS_HELP),
+               threads: int = typer.Option(None, help="torch CPU threads (1 avoids oversubscription on a busy machine)."),
                out: Path = typer.Option(..., "--out", help="Folder for results.csv, results.json and report.md.")):
     """Agent vs single-shot top-10 retrieval: all_gold@10 (HotpotQA), answer EM/F1, steps, latency p50/p95."""
-    _eval_agent(dataset, queries, qrels, limit, llm, encoder, dim, index, reduce, retriever, max_steps, out)
+    _eval_agent(dataset, queries, qrels, limit, llm, encoder, dim, index, reduce, retriever, max_steps, threads, out)
 
 
 @handle_errors
-def _eval_agent(dataset, queries, qrels, limit, llm, encoder, dim, index, reduce, retriever, max_steps, out):
+def _eval_agent(dataset, queries, qrels, limit, llm, encoder, dim, index, reduce, retriever, max_steps, threads, out):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from rag.agent_eval import evaluate_agent
@@ -143,7 +144,7 @@ def _eval_agent(dataset, queries, qrels, limit, llm, encoder, dim, index, reduce
     with bar:
         result = evaluate_agent(dataset, queries_file=queries, qrels_file=qrels, limit=limit, llms=list(llm),
                                 encoder=encoder, dim=dim, index=index, reduce=reduce, retriever=retriever,
-                                max_steps=max_steps, out=out, progress=progress)
+                                max_steps=max_steps, out=out, progress=progress, threads=threads)
     from rich.table import Table
 
     table = Table(title=f"{dataset}: agent vs single-shot ({result['n_queries']} queries)")

@@ -1,0 +1,72 @@
+"""The embedding calculator gives exact values; the entity lookup and the langchain-core retriever adapter work."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.agent.tools import (TitleLinker, adam_training_bytes, attention_flops_per_token, calculate, embedding_params,
+                             fmt_bytes, mlp_flops_per_token, param_bytes, sqrt_heuristic)
+from rag.corpus import Passage
+
+
+def test_exact_sizes_of_a_50k_by_768_table():
+    n = embedding_params(50_000, 768)
+    assert n == 38_400_000
+    assert param_bytes(n, "fp16") == 76_800_000 and fmt_bytes(param_bytes(n, "fp16")) == "76.8 MB"
+    assert param_bytes(n, "bf16") == 76_800_000
+    assert param_bytes(n, "fp32") == 153_600_000 and fmt_bytes(153_600_000) == "153.6 MB"
+    assert adam_training_bytes(n) == 614_400_000  # weights + gradients + m + v, 4 bytes each
+
+
+def test_heuristic_and_flops():
+    assert round(sqrt_heuristic(10_000)) == 150
+    assert round(sqrt_heuristic(50_000)) == 335
+    assert attention_flops_per_token(768, 1024) == 8 * 768 * 768 + 4 * 1024 * 768
+    assert mlp_flops_per_token(768) == 16 * 768 * 768
+
+
+@pytest.mark.parametrize("question, kind, key, value", [
+    ("How many parameters does a 50k×768 table have?", "params", "params", 38_400_000),
+    ("how much memory does a 128k×4096 table take in fp16?", "bytes", "bytes_fp16", 1_048_576_000),
+    ("How much memory does a 50,000 x 768 embedding table take in fp16?", "bytes", "bytes_fp16", 76_800_000),
+    ("Training memory with Adam for a 50000 by 768 table?", "training_memory", "bytes", 614_400_000),
+    ("What d does the 1.5·√V rule give for V = 10,000?", "sqrt_heuristic", "d", 150.0),
+    ("attention and MLP FLOPs per token for d = 512 and T = 128", "flops", "mlp_flops", 16 * 512 * 512),
+])
+def test_calculator_parses_questions(question, kind, key, value):
+    result = calculate(question)
+    assert result is not None and result.kind == kind
+    assert result.values[key] == value
+
+
+def test_calculator_answers_in_words_and_ignores_other_questions():
+    text = calculate("how much memory does a 128k×4096 table take in fp16?").text
+    assert "524,288,000" in text and "1,048,576,000 bytes" in text and "1.05 GB" in text
+    assert "76.8 MB" in calculate("How many parameters does a 50k×768 table have?").text
+    assert calculate("Who directed the film Ed Wood?") is None
+    assert calculate("What does the embedding dimension control?") is None
+
+
+def test_title_linker_follows_mentions():
+    passages = [Passage("Shirley Temple", "Shirley Temple", "An actress.", "t"),
+                Passage("Kiss and Tell (1945 film)", "Kiss and Tell (1945 film)", "A film.", "t"),
+                Passage("x", "Kiss and Tell (play)", "A play.", "t")]
+    linker = TitleLinker(passages)
+    text = "Kiss and Tell is a 1945 comedy starring 17-year-old Shirley Temple as Corliss Archer."
+    assert linker.mentions(text) == ["Kiss and Tell (1945 film)", "x", "Shirley Temple"]
+    assert linker.mentions(text, exclude={"x"}) == ["Kiss and Tell (1945 film)", "Shirley Temple"]
+    assert linker.mentions("shirley temple in lower case is not a mention") == []
+
+
+def test_langchain_retriever_adapter_returns_documents():
+    from langchain_core.retrievers import BaseRetriever
+
+    from rag.agent.tools import make_langchain_retriever
+    from rag.retrieve import Retriever
+
+    retriever = make_langchain_retriever(Retriever.open("builtin", mode="bm25"), k=3)
+    assert isinstance(retriever, BaseRetriever)
+    docs = retriever.invoke("How many bytes per parameter does fp16 use?")
+    assert len(docs) == 3
+    assert all(d.metadata["id"] and d.page_content for d in docs)
+    assert any("fp16" in d.page_content for d in docs)
