@@ -1,0 +1,151 @@
+"""`rag eval ...`: evaluations. This module holds `retrieval` (quality, latency and size against d)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+app = typer.Typer(help="Evaluate retrieval and the agent on real benchmarks.", no_args_is_help=True)
+
+INCOMPLETE = ".incomplete"  # marker left in --out while a run is in progress; a re-run may resume there
+
+
+@app.callback()
+def _group() -> None:
+    """Evaluations: `retrieval` sweeps encoder × d × reducer × index kind × retriever."""
+
+
+def _names(value: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+def _dims(value: str) -> tuple[int, ...]:
+    from rag.config import RagError
+
+    try:
+        return tuple(int(v) for v in _names(value))
+    except ValueError:
+        raise RagError(f"--dims must be a comma-separated list of integers, got '{value}'") from None
+
+
+def prepare_out_dir(out: Path, overwrite: bool) -> str | None:
+    """Refuse a non-empty --out unless --overwrite or it holds an interrupted run; return a note or None."""
+    from rag.config import RagError
+
+    if out.exists() and not out.is_dir():
+        raise RagError(f"--out {out} is a file; point it at a folder")
+    existing = [p.name for p in out.iterdir()] if out.exists() else []
+    note = None
+    if existing:
+        if existing == [INCOMPLETE]:
+            note = f"resuming the interrupted run in {out}: embeddings come from the cache"
+        elif not overwrite:
+            raise RagError(f"--out {out} already holds {len(existing)} files (e.g. {sorted(existing)[0]}); "
+                           "pass --overwrite to replace them or choose an empty folder")
+        else:
+            for p in out.iterdir():
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / INCOMPLETE).write_text("a rag eval retrieval run is writing here\n")
+    return note
+
+
+@app.command("retrieval")
+def retrieval(
+    dataset: str = typer.Option("scifact", help="scifact, hotpotqa, or a BEIR-layout folder"),
+    encoders: Optional[str] = typer.Option(
+        None, help="comma-separated encoder names (minilm, smollm2-input, lm:<checkpoint dir>, ...) "
+                   "[default: minilm,smollm2-input; --quick: minilm]"),
+    dims: Optional[str] = typer.Option(
+        None, help="comma-separated d; d wider than an encoder is skipped [default: 32,64,128,256,384,576; "
+                   "--quick: 32,128,384]"),
+    reduce: Optional[str] = typer.Option(
+        None, help="reducers; the flat index runs with each [default: pca,truncate,whiten; --quick: pca,truncate]"),
+    index: str = typer.Option("flat,ivf-flat,ivf-pq,hnsw,sq8,binary", help="FAISS index kinds"),
+    retriever: str = typer.Option("dense,bm25,hybrid", help="retrievers: dense, bm25, hybrid"),
+    ann_reduce: str = typer.Option("pca", help="reducers that also run the approximate kinds ('all' = every one)"),
+    queries: Optional[Path] = typer.Option(None, help="another query set over the same corpus (BEIR queries.jsonl)"),
+    qrels: Optional[Path] = typer.Option(None, help="qrels for --queries (BEIR TSV: query-id, corpus-id, score)"),
+    quick: bool = typer.Option(False, help="small grid on a subset (CI): 40 queries, their documents + 200 others"),
+    hybrid_weight: float = typer.Option(0.5, help="weight of the dense side in min-max fusion"),
+    timed_queries: int = typer.Option(100, help="single queries timed for the latency percentiles"),
+    out: Path = typer.Option(..., help="folder for results.csv, results.json, report.md and the plots"),
+    overwrite: bool = typer.Option(False, help="replace the files in a non-empty --out"),
+) -> None:
+    """Retrieval quality, latency and index size against embedding dimension d."""
+    from rich.console import Console
+
+    from rag.config import RagError
+
+    err = Console(stderr=True)
+    try:
+        _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries, qrels, quick, hybrid_weight,
+             timed_queries, out, overwrite)
+    except RagError as e:
+        err.print(f"error: {e}", style="red", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
+def _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries, qrels, quick, hybrid_weight,
+         timed_queries, out, overwrite) -> None:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from rag.evaluate import DEFAULT_DIMS, DEFAULT_ENCODERS, DEFAULT_REDUCERS, QUICK, GridSpec, check_spec, \
+        run_retrieval_grid
+    from rag.report import write_report
+
+    console = Console()
+    enc_names = _names(encoders) if encoders is not None else QUICK["encoders"] if quick else DEFAULT_ENCODERS
+    dim_list = _dims(dims) if dims is not None else QUICK["dims"] if quick else DEFAULT_DIMS
+    reducers = _names(reduce) if reduce is not None else QUICK["reducers"] if quick else DEFAULT_REDUCERS
+    spec = GridSpec(dataset=dataset, encoders=enc_names, dims=dim_list, reducers=reducers,
+                    index_kinds=_names(index), retrievers=_names(retriever),
+                    ann_reducers=() if ann_reduce.strip() == "all" else _names(ann_reduce),
+                    queries_file=str(queries) if queries else None, qrels_file=str(qrels) if qrels else None,
+                    quick=quick, hybrid_weight=hybrid_weight, timed_queries=timed_queries)
+    check_spec(spec)  # every name checked before anything heavy happens
+    note = prepare_out_dir(out, overwrite)
+    if note:
+        console.print(f"[yellow]{note}[/yellow]")
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as bars:
+        tasks: dict[str, int] = {}
+
+        def progress(what: str, done: int, total: int) -> None:
+            key = "grid" if what.split(" ")[0] in spec.encoders or what == "done" else what
+            label = "grid" if key == "grid" else what
+            if key not in tasks:
+                tasks[key] = bars.add_task(label, total=total)
+            bars.update(tasks[key], completed=done, total=total,
+                        description=f"grid: {what}" if key == "grid" else what)
+
+        result = run_retrieval_grid(spec, progress=progress)
+    paths = write_report(result, out)
+    (out / INCOMPLETE).unlink(missing_ok=True)
+    _print_summary(console, result, paths)
+
+
+def _print_summary(console, result: dict, paths: dict) -> None:
+    from rich.table import Table
+
+    from rag.report import keep_sentences
+
+    rows = result["rows"]
+    table = Table(title=f"{result['settings']['dataset']}: flat index, every retriever")
+    for col in ("encoder", "reduce", "dim", "retriever", "ndcg@10", "recall@100", "search_ms_p50"):
+        table.add_column(col)
+    for r in rows:
+        if r["index"] in ("flat", "bm25s"):
+            table.add_row(*(f"{r[c]:.3f}" if isinstance(r[c], float) else str(r[c])
+                            for c in ("encoder", "reduce", "dim", "retriever", "ndcg@10", "recall@100",
+                                      "search_ms_p50")))
+    console.print(table)
+    for s in keep_sentences(rows):
+        console.print(s.replace("**", ""))
+    for note in result["notes"]:
+        console.print(f"note: {note}")
+    console.print(f"{len(rows)} rows in {result['elapsed_s']:.0f} s; wrote {paths['report.md'].parent}/ "
+                  f"({', '.join(paths)})")

@@ -1,0 +1,355 @@
+"""Retrieval against embedding dimension: encoder × d × reducer × index kind × retriever on a judged query set.
+
+`run_retrieval_grid(spec)` returns a result dict (rows with the CSV columns, settings, notes, versions,
+machine); `rag.report.write_report` turns it into files. Every model is loaded once, and every corpus is
+encoded once per encoder at full width (rag.encoders.embed_corpus caches the vectors, so a re-run or an
+interrupted run resumes from the cache); reducers derive every lower d from those vectors.
+"""
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+import rag.eval_variants  # noqa: F401  (registers the encoder variants this evaluation adds)
+from rag.config import RagError, valid_choice
+
+RETRIEVERS = ("dense", "bm25", "hybrid")
+DATASETS = ("scifact", "hotpotqa")
+DEFAULT_ENCODERS = ("minilm", "smollm2-input")
+DEFAULT_DIMS = (32, 64, 128, 256, 384, 576)
+DEFAULT_REDUCERS = ("pca", "truncate", "whiten")
+DEFAULT_ANN_REDUCERS = ("pca",)  # approximate index kinds run with these reducers only (flat runs with all)
+QUICK = {"n_queries": 40, "n_extra_docs": 200, "encoders": ("minilm",), "dims": (32, 128, 384),
+         "reducers": ("pca", "truncate")}
+RUN_DEPTH = 100  # documents retrieved per query (Recall@100 needs 100)
+WARMUP = 5
+
+Progress = Callable[[str, int, int], None]  # progress(task description, done, total)
+
+
+@dataclass
+class GridSpec:
+    dataset: str = "scifact"
+    encoders: tuple[str, ...] = DEFAULT_ENCODERS
+    dims: tuple[int, ...] = DEFAULT_DIMS
+    reducers: tuple[str, ...] = DEFAULT_REDUCERS
+    index_kinds: tuple[str, ...] = ()  # () = every kind in rag.index.INDEX_KINDS
+    retrievers: tuple[str, ...] = RETRIEVERS
+    ann_reducers: tuple[str, ...] = DEFAULT_ANN_REDUCERS  # () = every reducer with every kind
+    queries_file: str | None = None
+    qrels_file: str | None = None
+    quick: bool = False
+    timed_queries: int = 100
+    hybrid_weight: float = 0.5
+    seed: int = 0
+
+
+@dataclass
+class EvalData:
+    """The corpus plus the judged query set the grid runs on."""
+
+    corpus: object
+    queries: list
+    qrels: dict[str, dict[str, int]]
+    qrels_check: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- validation and data
+
+def check_spec(spec: GridSpec) -> GridSpec:
+    """Validate every name in the spec (raising RagError listing the valid names); fill defaults."""
+    from rag.encoders import check_encoder_name
+    from rag.index import INDEX_KINDS
+
+    from rag.eval_variants import all_reducers
+
+    check_dataset(spec.dataset)
+    for e in spec.encoders:
+        check_encoder_name(e)
+    for r in spec.reducers + spec.ann_reducers:
+        valid_choice(r, all_reducers(), "reducer")
+    kinds = spec.index_kinds or INDEX_KINDS
+    for k in kinds:
+        valid_choice(k, INDEX_KINDS, "index kind")
+    for r in spec.retrievers:
+        valid_choice(r, RETRIEVERS, "retriever")
+    if not spec.encoders and set(spec.retrievers) != {"bm25"}:
+        raise RagError("no encoders given; pass --encoders, e.g. --encoders minilm")
+    if any(d < 1 for d in spec.dims) or not spec.dims:
+        raise RagError(f"--dims must be positive integers, got {list(spec.dims)}")
+    if (spec.queries_file is None) != (spec.qrels_file is None) and spec.queries_file is not None:
+        raise RagError("--queries needs --qrels with judgments for those queries (BEIR qrels TSV)")
+    if spec.timed_queries < 1:
+        raise RagError("timed_queries must be at least 1")
+    spec.index_kinds = tuple(kinds)
+    return spec
+
+
+def check_dataset(name: str) -> str:
+    if name in DATASETS or (Path(name).expanduser() / "corpus.jsonl").exists():
+        return name
+    raise RagError(f"unknown dataset '{name}'; valid datasets: {', '.join(DATASETS)}, "
+                   "or a BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)")
+
+
+def load_eval_data(spec: GridSpec) -> EvalData:
+    """Load the corpus and the judged queries (optionally another query set), drop unknown qrels ids."""
+    from rag.corpus import load_corpus, load_qrels_file, load_queries_file, subset
+    from rag.metrics import clean_qrels
+
+    corpus = load_corpus(spec.dataset)
+    if spec.quick:
+        corpus = subset(corpus, QUICK["n_queries"], QUICK["n_extra_docs"], seed=spec.seed)
+    queries, qrels = corpus.queries, corpus.qrels
+    if spec.qrels_file:
+        qrels = load_qrels_file(spec.qrels_file)
+        if spec.queries_file:
+            queries = load_queries_file(spec.queries_file)
+        elif (Path(corpus.source) / "queries.jsonl").exists():
+            queries = load_queries_file(Path(corpus.source) / "queries.jsonl")
+    if not qrels:
+        raise RagError(f"the query set of '{spec.dataset}' has no qrels at all; pass --qrels FILE.tsv with judgments")
+    clean, check = clean_qrels(qrels, [q.id for q in queries], [p.id for p in corpus.passages])
+    queries = [q for q in queries if q.id in clean]
+    return EvalData(corpus, queries, clean, asdict(check) | {
+        "unknown_query_ids": len(check.unknown_query_ids), "unknown_doc_ids": len(check.unknown_doc_ids),
+        "examples": (check.unknown_query_ids[:3] + check.unknown_doc_ids[:3])})
+
+
+# ---------------------------------------------------------------- timing helpers
+
+def _timed(fn, items) -> np.ndarray:
+    """Milliseconds of fn(item) for each item."""
+    out = np.empty(len(items))
+    for i, item in enumerate(items):
+        t = time.perf_counter()
+        fn(item)
+        out[i] = (time.perf_counter() - t) * 1e3
+    return out
+
+
+def _timing_order(n_queries: int, n_timed: int) -> list[int]:
+    """Query positions to time one at a time: n_timed of them, cycling through the queries if there are fewer."""
+    return [i % n_queries for i in range(n_timed)]
+
+
+def _p(values: np.ndarray, q: float) -> float:
+    return float(np.percentile(values, q)) if len(values) else float("nan")
+
+
+# ---------------------------------------------------------------- the grid
+
+def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict:
+    """Run the whole grid; return {"settings", "data", "rows", "notes", "skipped", "versions", "machine", ...}."""
+    from rag.config import placement
+    from rag.encoders import get_encoder
+    from rag.index import INDEX_KINDS, build_index
+    from rag.metrics import all_gold_at_k, ann_recall_at_k, ir_metrics
+
+    from rag.eval_variants import fit_reducer
+
+    started = time.time()
+    spec = check_spec(spec)
+    data = load_eval_data(spec)
+    corpus, queries, qrels = data.corpus, data.queries, data.qrels
+    q_texts, doc_ids = [q.text for q in queries], [p.id for p in corpus.passages]
+    order = _timing_order(len(queries), spec.timed_queries)
+    tick = progress or (lambda *a: None)
+    rows, notes, skipped = [], [], []
+    kinds = [k for k in INDEX_KINDS if k in spec.index_kinds]
+
+    def row(**kw):
+        base = {"dataset": corpus.name, "device": "cpu", "ann_recall@10": "", "encode_ms_p50": "",
+                "encode_ms_p95": ""}
+        return base | kw
+
+    def score_run(run: dict) -> dict:
+        m = ir_metrics(qrels, run)["mean"]
+        return m | {"all_gold@10": all_gold_at_k(qrels, run, 10)}
+
+    # ---- BM25 (reference row; also the sparse half of hybrid)
+    bm25_runs, bm25_ms, bm25_batch_s = None, None, None
+    if {"bm25", "hybrid"} & set(spec.retrievers):
+        bm25_row, bm25_runs, bm25_ms, bm25_batch_s = _bm25_reference(corpus, q_texts, queries, order, tick)
+        bm25_row = row(**bm25_row, **score_run(dict(zip([q.id for q in queries], bm25_runs))))
+        if "bm25" in spec.retrievers:
+            rows.append(bm25_row)
+
+    n_configs = _count_configs(spec, kinds)
+    done = 0
+    encoder_info = {}
+    for enc_name in (spec.encoders if {"dense", "hybrid"} & set(spec.retrievers) else ()):
+        tick(f"loading {enc_name}", 0, 1)
+        t0 = time.perf_counter()
+        enc = get_encoder(enc_name)
+        load_s = time.perf_counter() - t0
+        tick(f"loading {enc_name}", 1, 1)
+        from rag.encoders import embedding_cache_dir, embed_corpus
+
+        cached = (embedding_cache_dir(corpus, enc.name) / "vectors.npy").exists()
+        t0 = time.perf_counter()
+        doc_full = embed_corpus(corpus, enc, progress=lambda n, t: tick(f"encoding {corpus.name} with {enc_name}", n, t))
+        encode_corpus_s = time.perf_counter() - t0
+        q_full = enc.encode(q_texts, kind="query")
+        for i in order[:WARMUP]:
+            enc.encode([q_texts[i]], kind="query")
+        enc_ms = _timed(lambda i: enc.encode([q_texts[i]], kind="query"), order)
+        width = doc_full.shape[1]
+        encoder_info[enc_name] = {"width": width, "load_s": round(load_s, 2), "corpus_from_cache": cached,
+                                  "encode_corpus_s": round(encode_corpus_s, 2),
+                                  "encode_ms_p50": _p(enc_ms, 50)}
+        dims = sorted({d for d in spec.dims if d <= width} | {width})
+        wide = [d for d in spec.dims if d > width]
+        if wide:
+            skipped.append({"encoder": enc_name, "dims": wide, "why": f"wider than the encoder ({width})"})
+        if width not in spec.dims:
+            notes.append(f"{enc_name}: added its full width d={width} as the reference for the 95% rule.")
+        for reduce in spec.reducers:
+            for dim in dims:
+                t0 = time.perf_counter()
+                reducer = fit_reducer(reduce, doc_full, dim)
+                docs = reducer.transform(doc_full)
+                reduce_s = time.perf_counter() - t0
+                qv = reducer.transform(q_full)
+                tr_ms = _timed(lambda i: reducer.transform(q_full[i:i + 1]), order)
+                encode_ms = enc_ms + tr_ms
+                flat_rows = None
+                run_kinds = [k for k in kinds if k == "flat" or not spec.ann_reducers or reduce in spec.ann_reducers]
+                for kind in run_kinds:
+                    tick(f"{enc_name} {reduce} d={dim} {kind}", done, n_configs)
+                    t0 = time.perf_counter()
+                    index = build_index(docs, kind, seed=spec.seed)
+                    build_s = reduce_s + time.perf_counter() - t0
+                    t0 = time.perf_counter()
+                    scores, hits = index.search(qv, RUN_DEPTH)
+                    batch_s = time.perf_counter() - t0
+                    for i in order[:WARMUP]:
+                        index.search(qv[i:i + 1], 10)
+                    search_ms = _timed(lambda i: index.search(qv[i:i + 1], 10), order)
+                    dense = _to_run(queries, doc_ids, scores, hits)
+                    if kind == "flat":
+                        flat_rows = hits
+                    nbytes = index.nbytes
+                    common = dict(encoder=enc_name, reduce=reduce, dim=dim, index=kind, device=index.device,
+                                  encode_ms_p50=_p(encode_ms, 50), encode_ms_p95=_p(encode_ms, 95),
+                                  index_bytes=nbytes, bytes_per_vector=nbytes / len(doc_ids), build_s=build_s)
+                    if "dense" in spec.retrievers:
+                        ann = ann_recall_at_k(hits, flat_rows, 10) if flat_rows is not None else ""
+                        rows.append(row(**common, retriever="dense", **score_run(dense), **{"ann_recall@10": ann},
+                                        search_ms_p50=_p(search_ms, 50), search_ms_p95=_p(search_ms, 95),
+                                        batch_qps=len(queries) / batch_s))
+                    if "hybrid" in spec.retrievers and kind == "flat":
+                        rows.append(row(**_hybrid_row(common, dense, bm25_runs, queries, order, search_ms, bm25_ms,
+                                                      batch_s, bm25_batch_s, spec.hybrid_weight, score_run)))
+                    done += 1
+                    del index
+    tick("done", n_configs, n_configs)
+    for r in rows:
+        r["dataset"] = spec.dataset if not spec.quick else corpus.name
+    multi = sum(1 for rels in qrels.values() if sum(1 for v in rels.values() if v > 0) > 1)
+    if set(spec.ann_reducers) != set(spec.reducers) and spec.ann_reducers and len(kinds) > 1:
+        notes.append(f"Approximate index kinds ({', '.join(k for k in kinds if k != 'flat')}) run with reducer(s) "
+                     f"{', '.join(spec.ann_reducers)} only; flat runs with every reducer.")
+    notes.append("encode_ms = the encoder on one query plus the reducer's projection; search_ms = one index search "
+                 f"for the top 10; both over {len(order)} single queries after {WARMUP} warm-up queries. "
+                 f"batch_qps = all {len(queries)} queries in one call for the top {RUN_DEPTH}. build_s = reducer "
+                 "fit + index build from cached full-width vectors. Hybrid = min-max fusion "
+                 f"(weight {spec.hybrid_weight} dense) of the dense top {RUN_DEPTH} and the BM25 top {RUN_DEPTH}.")
+    if data.qrels_check.get("dropped_pairs"):
+        c = data.qrels_check
+        notes.append(f"qrels: dropped {c['dropped_pairs']} pairs naming {c['unknown_query_ids']} unknown query ids "
+                     f"and {c['unknown_doc_ids']} unknown document ids (e.g. {', '.join(c['examples'])}).")
+    for s in skipped:
+        notes.append(f"{s['encoder']}: skipped d={', '.join(map(str, s['dims']))} ({s['why']}).")
+    return {
+        "settings": asdict(spec),
+        "data": {"corpus": corpus.name, "passages": len(doc_ids), "queries": len(queries),
+                 "multi_gold_queries": multi, "qrels_check": data.qrels_check},
+        "rows": rows, "notes": notes, "skipped": skipped, "encoders": encoder_info,
+        "versions": _versions(), "machine": _machine(placement()), "elapsed_s": time.time() - started,
+    }
+
+
+def _count_configs(spec: GridSpec, kinds: list[str]) -> int:
+    per_dim = sum(len([k for k in kinds if k == "flat" or not spec.ann_reducers or r in spec.ann_reducers])
+                  for r in spec.reducers)
+    return max(1, per_dim * len(spec.encoders) * (len(spec.dims) + 1))
+
+
+def _to_run(queries, doc_ids, scores, hits) -> dict[str, dict[str, float]]:
+    return {q.id: {doc_ids[h]: float(s) for s, h in zip(srow, hrow) if h >= 0}
+            for q, srow, hrow in zip(queries, scores, hits)}
+
+
+def _bm25_reference(corpus, q_texts, queries, order, tick):
+    """Build BM25 fresh (timed), run every query, time single queries; return (row fields, runs, per-query ms)."""
+    import tempfile
+
+    from rag.retrieve import BM25
+
+    tick("BM25", 0, 1)
+    t0 = time.perf_counter()
+    bm25 = BM25(corpus.passages)
+    build_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    runs = bm25.search(q_texts, RUN_DEPTH)
+    batch_s = time.perf_counter() - t0
+    for i in order[:WARMUP]:
+        bm25.search([q_texts[i]], 10)
+    ms = _timed(lambda i: bm25.search([q_texts[i]], RUN_DEPTH), order)
+    with tempfile.TemporaryDirectory() as tmp:
+        bm25.model.save(tmp, show_progress=False)
+        bm25.tokenizer.save_vocab(tmp)
+        nbytes = sum(p.stat().st_size for p in Path(tmp).rglob("*") if p.is_file())
+    fields = dict(encoder="bm25", reduce="", dim="", index="bm25s", retriever="bm25",
+                  search_ms_p50=_p(ms, 50), search_ms_p95=_p(ms, 95), batch_qps=len(queries) / batch_s,
+                  index_bytes=nbytes, bytes_per_vector=nbytes / len(corpus.passages), build_s=build_s)
+    tick("BM25", 1, 1)
+    return fields, runs, ms, batch_s
+
+
+def _hybrid_row(common, dense, bm25_runs, queries, order, dense_ms, bm25_ms, dense_batch_s, bm25_batch_s, weight,
+                score_run):
+    """Fuse dense and BM25 runs; the latency of one hybrid query is dense + BM25 + fusion."""
+    from rag.retrieve import fuse_minmax
+
+    t0 = time.perf_counter()
+    fused = {q.id: fuse_minmax(dense[q.id], s, weight) for q, s in zip(queries, bm25_runs)}
+    fuse_s = time.perf_counter() - t0
+    fuse_ms = _timed(lambda i: fuse_minmax(dense[queries[i].id], bm25_runs[i], weight), order)
+    total_ms = dense_ms + bm25_ms + fuse_ms
+    return common | dict(retriever="hybrid", **score_run(fused), search_ms_p50=_p(total_ms, 50),
+                         search_ms_p95=_p(total_ms, 95), batch_qps=len(queries) / (dense_batch_s + bm25_batch_s + fuse_s))
+
+
+def _versions() -> dict:
+    import importlib.metadata as md
+
+    import rag
+
+    out = {"rag": rag.__version__, "python": platform.python_version()}
+    for pkg in ("numpy", "faiss-cpu", "torch", "sentence-transformers", "transformers", "bm25s", "pytrec-eval-terrier"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def _machine(device: str) -> dict:
+    import os
+
+    info = {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(), "device": device}
+    try:
+        import torch
+
+        info["torch_threads"] = torch.get_num_threads()
+    except ImportError:
+        pass
+    return info

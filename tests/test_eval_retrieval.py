@@ -1,0 +1,175 @@
+"""`rag eval retrieval`: the quick grid end to end (real MiniLM, FAISS, BM25, SciFact subset), reducers, bad input."""
+import csv
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from rag.commands.evaluate import INCOMPLETE, app
+from rag.report import COLUMNS, PLOTS
+
+runner = CliRunner()
+METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
+
+
+def invoke(*args):
+    return runner.invoke(app, ["retrieval", *map(str, args)])
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory, data_dir):
+    out = tmp_path_factory.mktemp("quick") / "out"
+    result = invoke("--quick", "--out", out)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_quick_run_writes_every_file(quick_run):
+    for name in ["results.csv", "results.json", "report.md", "main_table.md", *PLOTS]:
+        assert (quick_run / name).stat().st_size > 0, name
+    assert not (quick_run / INCOMPLETE).exists()
+    report = (quick_run / "report.md").read_text()
+    for name in PLOTS:
+        assert f"]({name})" in report
+    assert "keeps 95% of the full-width nDCG@10" in report
+
+
+def test_quick_run_csv_schema_and_metric_ranges(quick_run):
+    with open(quick_run / "results.csv") as f:
+        reader = csv.DictReader(f)
+        assert reader.fieldnames == COLUMNS
+        rows = list(reader)
+    kinds = {r["index"] for r in rows if r["retriever"] == "dense"}
+    assert kinds == {"flat", "ivf-flat", "ivf-pq", "hnsw", "sq8", "binary"}
+    bm25 = [r for r in rows if r["retriever"] == "bm25"]
+    assert len(bm25) == 1 and bm25[0]["dim"] == ""  # one reference row, no d
+    assert {int(r["dim"]) for r in rows if r["retriever"] == "hybrid"} == {32, 128, 384}
+    for r in rows:
+        for m in METRICS + ("ann_recall@10",):
+            if r[m] != "":
+                assert 0.0 <= float(r[m]) <= 1.0, (m, r)
+        assert float(r["search_ms_p50"]) > 0 and float(r["batch_qps"]) > 0 and int(r["index_bytes"]) > 0
+        assert r["device"] in ("cpu", "cuda-faiss", "cuda-torch")
+    flat = [r for r in rows if r["index"] == "flat" and r["retriever"] == "dense"]
+    assert all(float(r["ann_recall@10"]) == 1.0 for r in flat)
+    # at full width pca and truncate are the identity: the same vectors, the same scores
+    full = {r["reduce"]: r for r in flat if r["dim"] == "384"}
+    assert full["pca"]["ndcg@10"] == full["truncate"]["ndcg@10"]
+    # MiniLM at full width on a small SciFact subset is a real retriever, far above chance
+    assert float(full["pca"]["ndcg@10"]) > 0.5
+    data = json.loads((quick_run / "results.json").read_text())
+    assert data["settings"]["quick"] and data["versions"]["faiss-cpu"] and data["machine"]["cpus"]
+    assert all("all_gold@10" in r for r in data["rows"])
+
+
+def test_non_empty_out_is_refused_then_overwritten_and_interrupted_run_resumes(quick_run, tmp_path):
+    refused = invoke("--quick", "--out", quick_run)
+    assert refused.exit_code == 1
+    assert "--overwrite" in refused.output
+    # an interrupted run leaves only the marker: re-running resumes, and the embeddings come from the cache
+    out = tmp_path / "interrupted"
+    out.mkdir()
+    (out / INCOMPLETE).write_text("")
+    cheap = ("--quick", "--dims", "32", "--index", "flat", "--retriever", "dense", "--timed-queries", "10")
+    resumed = invoke(*cheap, "--out", out)
+    assert resumed.exit_code == 0, resumed.output
+    assert "resuming" in resumed.output
+    data = json.loads((out / "results.json").read_text())
+    assert data["encoders"]["minilm"]["corpus_from_cache"] is True
+    again = invoke(*cheap, "--out", out, "--overwrite")
+    assert again.exit_code == 0, again.output
+
+
+@pytest.mark.parametrize("option,value,valid", [
+    ("--dataset", "nosuchset", "scifact, hotpotqa"),
+    ("--encoders", "nosuchencoder", "minilm"),
+    ("--reduce", "nosuchreducer", "pca, truncate, whiten"),
+    ("--index", "nosuchkind", "flat, ivf-flat, ivf-pq, hnsw, sq8, binary"),
+    ("--retriever", "nosuchretriever", "dense, bm25, hybrid"),
+])
+def test_unknown_names_list_the_valid_ones(tmp_path, option, value, valid):
+    result = invoke(option, value, "--out", tmp_path / "out")
+    assert result.exit_code == 1
+    assert value in result.output and valid in result.output
+    assert not (tmp_path / "out").exists()  # refused before anything was written
+
+
+def test_qrels_with_unknown_ids_are_counted_not_fatal(tmp_path, data_dir):
+    qrels_in = (data_dir / "scifact" / "qrels" / "test.tsv").read_text().splitlines()
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("\n".join(qrels_in[:41] + ["no-such-query\t4983\t1", "1\tno-such-doc\t1"]) + "\n")
+    out = tmp_path / "out"
+    result = invoke("--dataset", "scifact", "--qrels", qrels, "--retriever", "bm25", "--out", out)
+    assert result.exit_code == 0, result.output
+    check = json.loads((out / "results.json").read_text())["data"]["qrels_check"]
+    assert check["unknown_query_ids"] == 1 and check["unknown_doc_ids"] == 1 and check["dropped_pairs"] == 2
+    assert "unknown query ids" in (out / "report.md").read_text()
+
+
+def test_query_set_without_qrels_is_a_clear_error(tmp_path, data_dir):
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"_id": "mine-1", "text": "does aspirin prevent heart attacks?"}\n')
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("query-id\tcorpus-id\tscore\n1\t31715818\t1\n")
+    result = invoke("--queries", queries, "--qrels", qrels, "--retriever", "bm25", "--out", tmp_path / "out")
+    assert result.exit_code == 1 and "has qrels" in result.output
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("query-id\tcorpus-id\tscore\n")
+    result = invoke("--queries", queries, "--qrels", empty, "--retriever", "bm25", "--out", tmp_path / "out2")
+    assert result.exit_code == 1 and "no qrels at all" in result.output
+
+
+def test_hotpotqa_reports_all_gold(tmp_path, data_dir):
+    out = tmp_path / "hp"
+    result = invoke("--dataset", "hotpotqa", "--quick", "--retriever", "bm25", "--out", out)
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "results.json").read_text())
+    row = data["rows"][0]
+    assert 0.0 < row["all_gold@10"] <= row["recall@10"] <= 1.0  # both golds in the top 10 is the stricter test
+    assert data["data"]["multi_gold_queries"] == data["data"]["queries"]
+    assert "all_gold@10" in (out / "report.md").read_text()
+
+
+def test_truncation_keeps_the_first_d_coordinates():
+    from rag.eval_variants import fit_reducer
+
+    x = np.random.default_rng(0).normal(size=(50, 12)).astype(np.float32)
+    y = fit_reducer("truncate", x, 5).transform(x)
+    expected = x[:, :5] / np.linalg.norm(x[:, :5], axis=1, keepdims=True)
+    np.testing.assert_allclose(y, expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("reduce", ["pca", "whiten", "abtt"])
+def test_reducer_projects_queries_like_documents(quick_run, reduce):
+    """A document's text, encoded as a query and projected, finds that document first."""
+    from rag.corpus import load_corpus, subset
+    from rag.encoders import document_text, embed_corpus, get_encoder
+    from rag.eval_variants import fit_reducer
+    from rag.evaluate import QUICK
+    from rag.index import build_index
+
+    corpus = subset(load_corpus("scifact"), QUICK["n_queries"], QUICK["n_extra_docs"])
+    enc = get_encoder("minilm")
+    docs = embed_corpus(corpus, enc)  # cached by the quick run
+    reducer = fit_reducer(reduce, docs, 32)
+    index = build_index(reducer.transform(docs), "flat")
+    picks = list(range(0, len(corpus.passages), len(corpus.passages) // 15))[:15]
+    queries = enc.encode([document_text(corpus.passages[i]) for i in picks], kind="query")
+    _, rows = index.search(reducer.transform(queries), 1)
+    assert rows[:, 0].tolist() == picks
+
+
+def test_report_sentences_come_from_the_numbers():
+    from rag.report import divergence_sentences, keep_sentences
+
+    def r(red, dim, ndcg):
+        return {"encoder": "e", "reduce": red, "dim": dim, "index": "flat", "retriever": "dense", "ndcg@10": ndcg}
+
+    rows = [r("pca", 32, 0.40), r("pca", 64, 0.58), r("pca", 128, 0.60), r("pca", 384, 0.61),
+            r("truncate", 32, 0.30), r("truncate", 64, 0.52), r("truncate", 128, 0.595), r("truncate", 384, 0.61)]
+    # 95% of 0.61 is 0.5795: PCA keeps it at d=64, truncation only at d=128
+    keep = keep_sentences(rows)[0]
+    assert "d=64 (pca)" in keep and "truncate d=128" in keep
+    diverge = divergence_sentences(rows)[0]
+    assert "from d=64 down" in diverge and "0.100 at d=32" in diverge and "PCA leads" in diverge
