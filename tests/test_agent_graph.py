@@ -74,8 +74,11 @@ def test_bad_input_is_refused(kwargs, message):
         run_agent(**kwargs)
 
 
-def test_long_question_is_truncated_with_a_warning(builtin_retriever):
-    result = run_agent("What does the embedding dimension control? " * 300, retriever_obj=builtin_retriever, max_steps=1)
+def test_long_question_is_truncated_with_a_warning():
+    from rag.retrieve import Retriever
+
+    retriever = Retriever.open("builtin", mode="bm25")
+    result = run_agent("What does the embedding dimension control? " * 300, retriever_obj=retriever, max_steps=1)
     assert len(result["question"]) == 8000
     assert any("truncated" in w for w in result["warnings"])
 
