@@ -17,6 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from rag.lm.model import GPT, GPTConfig, flops_per_token
+from rag.lm.runtime import auto_precision, cpu_has_bf16, matmul_peak as _matmul_peak
 
 
 # ------------------------------------------------------------------ the plain reference model
@@ -79,37 +80,19 @@ class RefGPT(nn.Module):
 
 # ------------------------------------------------------------------ timing
 
-def cpu_has_bf16() -> bool:
-    """True where the CPU runs bf16 matmuls natively (AVX512-BF16 / AMX); else autocast would slow down."""
-    try:
-        flags = open("/proc/cpuinfo").read()
-    except OSError:
-        return False
-    return "amx_bf16" in flags or "avx512_bf16" in flags
-
-
-def matmul_peak(dtype=torch.float32, n: int = 2048, seconds: float = 1.5) -> float:
-    """Achieved GFLOP/s of an n x n x n matmul (the 'peak' MFU is measured against)."""
-    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
-    for _ in range(2):
-        a @ b
-    reps, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        a @ b
-        reps += 1
-    return 2 * n ** 3 * reps / (time.perf_counter() - t0) / 1e9
-
-
-def time_steps(step, steps: int, warmup: int) -> float:
-    """Seconds per step (median of `steps` timed steps after `warmup`)."""
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2]
+def time_alternating(steps: dict, rounds: int, warmup: int) -> dict[str, float]:
+    """Median seconds per step of each callable, timed in alternation (ref, ours, ref, ours, ...) so that
+    load from other processes hits both alike."""
+    for step in steps.values():
+        for _ in range(warmup):
+            step()
+    times = {name: [] for name in steps}
+    for _ in range(rounds):
+        for name, step in steps.items():
+            t0 = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - t0)
+    return {name: sorted(t)[len(t) // 2] for name, t in times.items()}
 
 
 def make_step(model, batch, targets, autocast_dtype=None):
@@ -142,25 +125,24 @@ def run_bench(dims=(128, 256, 512, 1024), layers=6, heads=8, context=128, batch=
     """Time reference vs ours at each d; returns {'peak_fp32','peak_bf16','rows':[BenchRow...]}."""
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    bf16 = cpu_has_bf16()
-    peak32 = matmul_peak(torch.float32)
-    peak16 = matmul_peak(torch.bfloat16) if bf16 else float("nan")
+    peak32 = _matmul_peak("cpu", torch.float32, seconds=1.5) / 1e9
+    peak16 = _matmul_peak("cpu", torch.bfloat16, seconds=1.5) / 1e9 if cpu_has_bf16() else float("nan")
     rows = []
     for d in dims:
         x = torch.randint(0, vocab, (batch, context))
         y = torch.randint(0, vocab, (batch, context))
         cfg = GPTConfig(vocab=vocab, dim=d, layers=layers, heads=heads, context=context, tie=True)
         fpt = flops_per_token(cfg)["train"]
-        n = max(1, steps if d < 1024 else steps - 2)
-        ref = RefGPT(vocab, d, layers, heads, context)
-        t_ref = time_steps(make_step(ref, x, y), n, warmup)
-        del ref
+        use_bf16 = auto_precision("cpu", d) == "bf16"
+        mode = "bf16-autocast" if use_bf16 else "fp32"
         ours = GPT(cfg)
-        mode = "bf16-autocast" if bf16 else "fp32"
         if compile:
             ours = torch.compile(ours)
             mode += "+compile"
-        t_ours = time_steps(make_step(ours, x, y, torch.bfloat16 if bf16 else None), n, warmup + (2 if compile else 0))
+        timed = time_alternating({"ref": make_step(RefGPT(vocab, d, layers, heads, context), x, y),
+                                  "ours": make_step(ours, x, y, torch.bfloat16 if use_bf16 else None)},
+                                 rounds=max(1, steps if d < 1024 else steps - 2), warmup=warmup + (2 if compile else 0))
+        t_ref, t_ours = timed["ref"], timed["ours"]
         del ours
         tok = batch * context
         r = BenchRow(d, tok / t_ref, tok / t_ours, t_ref / t_ours, fpt * tok / t_ref / 1e9, fpt * tok / t_ours / 1e9,

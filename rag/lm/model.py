@@ -152,12 +152,15 @@ class GPT(nn.Module):
         return self.ln_f(x)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
-        """Logits [B, T, V]; with targets, (logits, mean cross-entropy loss in fp32)."""
-        logits = F.linear(self.hidden(idx), self.output_weight())
+        """Logits [B, T, V]; with targets, (None, mean cross-entropy in fp32) without materialising logits.
+
+        Training never needs the [B*T, V] logits: linear_cross_entropy computes the loss and its
+        gradients chunk by chunk (same maths as F.cross_entropy(h @ W.T, y), less memory traffic).
+        """
+        h = self.hidden(idx)
         if targets is None:
-            return logits
-        loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
-        return logits, loss
+            return F.linear(h, self.output_weight())
+        return None, linear_cross_entropy(h.flatten(0, 1), self.output_weight(), targets.reshape(-1))
 
     @torch.no_grad()
     def generate(self, idx: torch.Tensor, new_tokens: int, temperature: float = 0.8, top_k: int = 40,
@@ -169,6 +172,50 @@ class GPT(nn.Module):
             probs = F.softmax(logits.masked_fill(logits < kth, float("-inf")), dim=-1)
             idx = torch.cat([idx, torch.multinomial(probs, 1, generator=generator)], dim=1)
         return idx
+
+
+class _LinearCrossEntropy(torch.autograd.Function):
+    """mean_i CE(h_i @ W.T, y_i) with grads computed in the forward pass, chunk by chunk over rows.
+
+    For each chunk: logits = h W^T (fp32 accumulate), loss += logsumexp - logit[y];
+    softmax - onehot overwrites the logits in place and gives dh = g W and dW += g^T h at once.
+    Under autocast the two matmuls run in the autocast dtype, the softmax in fp32.
+    """
+
+    @staticmethod
+    def forward(ctx, h, w, y, chunk: int):
+        n = h.shape[0]
+        dh = torch.empty(h.shape, dtype=torch.float32, device=h.device)
+        dw = torch.zeros(w.shape, dtype=torch.float32, device=w.device)
+        total = torch.zeros((), dtype=torch.float32, device=h.device)
+        for s in range(0, n, chunk):
+            hc, yc = h[s:s + chunk], y[s:s + chunk]
+            logits = (hc @ w.t()).float()
+            lse = torch.logsumexp(logits, dim=-1)
+            rows = torch.arange(len(yc), device=h.device)
+            total += (lse - logits[rows, yc]).sum()
+            g = logits.sub_(lse[:, None]).exp_()  # softmax, in place
+            g[rows, yc] -= 1.0
+            if g.dtype != hc.dtype and not torch.is_autocast_enabled(h.device.type):
+                g = g.to(hc.dtype)
+            dh[s:s + chunk] = g @ w
+            dw += g.t() @ hc
+        ctx.save_for_backward(dh, dw)
+        ctx.dtypes = (h.dtype, w.dtype)
+        return total / n
+
+    @staticmethod
+    def backward(ctx, grad):
+        dh, dw = ctx.saved_tensors
+        scale = grad / dh.shape[0]
+        return (dh * scale).to(ctx.dtypes[0]), (dw * scale).to(ctx.dtypes[1]), None, None
+
+
+def linear_cross_entropy(h: torch.Tensor, w: torch.Tensor, y: torch.Tensor, chunk: int = 512) -> torch.Tensor:
+    """Mean cross-entropy of logits h @ w.T against y, without storing the [N, V] logits."""
+    if not torch.is_grad_enabled() or not (h.requires_grad or w.requires_grad):
+        return F.cross_entropy(F.linear(h, w).float(), y)
+    return _LinearCrossEntropy.apply(h, w, y, chunk)
 
 
 # ---------------------------------------------------------------- accounting (no weights needed)

@@ -41,10 +41,10 @@ def measure_rates(base: TrainConfig, dims: list[int]) -> dict[int, float]:
     """Training tokens/s of each d on this machine: one warm-up step, then one timed step."""
     import torch
 
-    rt = choose(base.precision, "off", base.threads)
     ids = prepare(base.corpus, base.model.vocab).ids["train"]
     rates = {}
     for d in dims:
+        rt = choose(base.precision, "off", base.threads, d)
         model = GPT(replace(base.model, dim=d))
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         seconds = 0.0

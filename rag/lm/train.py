@@ -120,7 +120,7 @@ def train(cfg: TrainConfig, progress=None) -> dict:
         ckpt.check_shape(state["model"], mcfg.to_dict(), out)
     elif ckpt.read_state(out) is not None:
         raise RagError(f"{out} already holds a run; add --resume to continue it or pick another --out")
-    rt = choose(cfg.precision, cfg.compile, cfg.threads)
+    rt = choose(cfg.precision, cfg.compile, cfg.threads, mcfg.dim)
     if rt.main:
         tok = prepare(cfg.corpus, mcfg.vocab)
     if rt.world > 1:
