@@ -198,16 +198,18 @@ def build_graph(retriever, backend, *, k: int, max_steps: int, on_step: Callable
         if calc:
             source = max(passages, key=lambda p: overlap(calc["topic"], p["title"] + " " + p["text"]), default=None)
             notes.append(calc["text"] + (f" [{source['n']}]" if source else ""))
+        # the calculator already answers its part of a multi-part question
+        subs = [q for q in state["sub_questions"] if not calc or q != calc.get("part")]
         used = backend
         try:
-            text = backend.answer(state["question"], passages, notes, state["sub_questions"], short=short_answer)
+            text = backend.answer(state["question"], passages, notes, subs, short=short_answer)
             if not text.strip():
                 raise RuntimeError("empty answer")
         except Exception as exc:
             used = ExtractiveBackend()
             warnings.append(f"llm backend '{backend.name}' failed ({type(exc).__name__}: {str(exc)[:120]}); "
                             "answered with extractive")
-            text = used.answer(state["question"], passages, notes, state["sub_questions"], short=short_answer)
+            text = used.answer(state["question"], passages, notes, subs, short=short_answer)
         text, citations, cite_warn = _attach_citations(text, passages)
         warnings += cite_warn
         step = {"node": "answer", "backend": used.name, "citations": [c["id"] for c in citations]}

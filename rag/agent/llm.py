@@ -66,13 +66,18 @@ class ExtractiveBackend:
 
     def answer(self, question: str, passages: list[dict], notes: list[str] | None = None,
                sub_questions: list[str] | None = None, short: bool = False) -> str:
+        """The best sentence for each sub-question (or the question), followed by the sentence after it when the
+        answer is not short; then further good sentences up to max_sentences."""
         picked: list[tuple[str, int]] = []
-        for target in sub_questions or [question]:  # the best sentence for each sub-question first
-            for score, sent, n in self.rank_sentences(target, passages)[:1]:
+        for target in ([question] if short else sub_questions or [question]):
+            for score, sent, n, following in self.rank_sentences(target, passages)[:1]:
                 if score > 0 and (sent, n) not in picked:
                     picked.append((sent, n))
-        for score, sent, n in self.rank_sentences(question, passages, sub_questions):
-            if len(picked) >= self.max_sentences or score <= 0:
+                    if following and not short and len(sent.split()) + len(following.split()) <= 70:
+                        picked.append((following, n))
+        limit = 1 if short else self.max_sentences
+        for score, sent, n, _ in self.rank_sentences(question, passages, sub_questions):
+            if len(picked) >= limit or score <= 0:
                 break
             if (sent, n) not in picked:
                 picked.append((sent, n))
@@ -83,26 +88,37 @@ class ExtractiveBackend:
 
     @staticmethod
     def rank_sentences(question: str, passages: list[dict], sub_questions: list[str] | None = None):
-        """[(score, sentence, n)] best first; score is IDF-weighted overlap with the question plus a rank prior."""
-        q = content_words(question + " " + " ".join(sub_questions or []))
+        """[(score, sentence, n, following sentence)] best first; score is IDF-weighted overlap of (crudely stemmed)
+        words with the question, plus a small prior for earlier passages."""
+        q = {stem(w) for w in content_words(question + " " + " ".join(sub_questions or []))}
         cands = []
         for rank, p in enumerate(passages):
-            for sent in sentences(p["text"]):
-                if not is_injection(sent):
-                    cands.append((rank, p["n"], sent, set(words(sent)), set(words(p["title"]))))
+            sents = [x for x in sentences(p["text"]) if not is_injection(x)]
+            for i, sent in enumerate(sents):
+                following = sents[i + 1] if i + 1 < len(sents) else None
+                cands.append((rank, p["n"], sent, {stem(w) for w in words(sent)},
+                              {stem(w) for w in words(p["title"])}, following))
         if not cands or not q:
             return []
-        df = Counter(w for c in cands for w in set(c[3]) if w in q)
+        df = Counter(w for c in cands for w in c[3] if w in q)
         out = []
-        for rank, n, sent, ws, title_ws in cands:
+        for rank, n, sent, ws, title_ws, following in cands:
             score = sum(math.log(1 + len(cands) / df[w]) for w in q if w in ws)
             score += 0.3 * sum(1 for w in q if w in title_ws and w not in ws)
             if score > 0:
                 score += 0.5 / (1 + rank)  # earlier (better) passages win ties
                 score -= 0.002 * max(0, len(ws) - 40)  # mild preference for concise sentences
-            out.append((score, sent, n))
+            out.append((score, sent, n, following))
         out.sort(key=lambda s: -s[0])
         return out
+
+
+def stem(word: str) -> str:
+    """A crude suffix stripper so that 'controls' matches 'control' and 'stored' matches 'store'."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
 
 
 class OpenAIBackend:
