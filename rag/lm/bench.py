@@ -133,9 +133,11 @@ def run_bench(dims=(128, 256, 512, 1024), layers=6, heads=8, context=128, batch=
         y = torch.randint(0, vocab, (batch, context))
         cfg = GPTConfig(vocab=vocab, dim=d, layers=layers, heads=heads, context=context, tie=True)
         fpt = flops_per_token(cfg)["train"]
-        use_bf16 = auto_precision("cpu", d) == "bf16"
-        mode = "bf16-autocast" if use_bf16 else "fp32"
+        mode = auto_precision("cpu", d)
+        use_bf16 = mode == "bf16"
         ours = GPT(cfg)
+        if mode == "bf16-head":
+            ours.head_dtype = torch.bfloat16
         if compile:
             ours = torch.compile(ours)
             mode += "+compile"

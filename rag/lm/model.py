@@ -125,6 +125,7 @@ class GPT(nn.Module):
             self.wpe = None
         self.ln_f = nn.LayerNorm(cfg.dim)
         self.head = None if cfg.tie else nn.Linear(cfg.dim, cfg.vocab, bias=False)
+        self.head_dtype: torch.dtype | None = None  # set to bf16 to run only the head + loss matmuls in bf16
         self._init_weights()
 
     def _init_weights(self) -> None:
@@ -160,7 +161,8 @@ class GPT(nn.Module):
         h = self.hidden(idx)
         if targets is None:
             return F.linear(h, self.output_weight())
-        return None, linear_cross_entropy(h.flatten(0, 1), self.output_weight(), targets.reshape(-1))
+        return None, linear_cross_entropy(h.flatten(0, 1), self.output_weight(), targets.reshape(-1),
+                                          mm_dtype=self.head_dtype)
 
     @torch.no_grad()
     def generate(self, idx: torch.Tensor, new_tokens: int, temperature: float = 0.8, top_k: int = 40,
@@ -183,8 +185,11 @@ class _LinearCrossEntropy(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, h, w, y, chunk: int):
+    def forward(ctx, h, w, y, chunk: int, mm_dtype):
         n = h.shape[0]
+        dtypes = (h.dtype, w.dtype)
+        if mm_dtype is not None:  # matmuls in mm_dtype (e.g. bf16 on AMX CPUs), softmax and sums in fp32
+            h, w = h.to(mm_dtype), w.to(mm_dtype)
         dh = torch.empty(h.shape, dtype=torch.float32, device=h.device)
         dw = torch.zeros(w.shape, dtype=torch.float32, device=w.device)
         total = torch.zeros((), dtype=torch.float32, device=h.device)
@@ -201,21 +206,24 @@ class _LinearCrossEntropy(torch.autograd.Function):
             dh[s:s + chunk] = g @ w
             dw += g.t() @ hc
         ctx.save_for_backward(dh, dw)
-        ctx.dtypes = (h.dtype, w.dtype)
+        ctx.dtypes = dtypes
         return total / n
 
     @staticmethod
     def backward(ctx, grad):
         dh, dw = ctx.saved_tensors
         scale = grad / dh.shape[0]
-        return (dh * scale).to(ctx.dtypes[0]), (dw * scale).to(ctx.dtypes[1]), None, None
+        return (dh * scale).to(ctx.dtypes[0]), (dw * scale).to(ctx.dtypes[1]), None, None, None
 
 
-def linear_cross_entropy(h: torch.Tensor, w: torch.Tensor, y: torch.Tensor, chunk: int = 512) -> torch.Tensor:
+def linear_cross_entropy(h: torch.Tensor, w: torch.Tensor, y: torch.Tensor, chunk: int = 512,
+                         mm_dtype: torch.dtype | None = None) -> torch.Tensor:
     """Mean cross-entropy of logits h @ w.T against y, without storing the [N, V] logits."""
     if not torch.is_grad_enabled() or not (h.requires_grad or w.requires_grad):
+        if mm_dtype is not None:
+            h, w = h.to(mm_dtype), w.to(mm_dtype)
         return F.cross_entropy(F.linear(h, w).float(), y)
-    return _LinearCrossEntropy.apply(h, w, y, chunk)
+    return _LinearCrossEntropy.apply(h, w, y, chunk, mm_dtype)
 
 
 # ---------------------------------------------------------------- accounting (no weights needed)

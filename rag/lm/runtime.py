@@ -31,6 +31,13 @@ class Runtime:
             return torch.autocast(self.device, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
+    def prepare_model(self, model):
+        """Apply the precision choice that lives on the model (bf16 head matmuls)."""
+        import torch
+
+        model.head_dtype = torch.bfloat16 if self.precision == "bf16-head" else None
+        return model
+
     def describe(self) -> str:
         return f"{self.device}-{self.precision}{'+compile' if self.compile else ''}{f'-ddp{self.world}' if self.world > 1 else ''}"
 
@@ -44,12 +51,19 @@ def cpu_has_bf16() -> bool:
     return "amx_bf16" in flags or "avx512_bf16" in flags
 
 
+PRECISIONS = ("auto", "fp32", "bf16", "bf16-head")
+
+
 def auto_precision(device: str, dim: int) -> str:
-    """bf16 autocast on GPUs; on CPUs with native bf16 from d=256 on. Measured on AMX CPUs (rag lm bench):
-    bf16 is 1.5-2x fp32 at d>=256, but at d=128 the per-step weight casts cost more than the matmuls gain."""
+    """bf16 autocast on GPUs. On CPUs with native bf16 (AMX): bf16 autocast from d=256 on; below, only the
+    head + loss matmuls in bf16 ("bf16-head"), the blocks in fp32. Measured with rag lm bench on 2 cores: at
+    d=128 full autocast is slower than fp32 (the bf16 flash-attention backward with 16-wide heads and the
+    casts of many small tensors), while the V x d head in bf16 is 1.4x faster; at d>=256 autocast is 1.4-2x."""
     if device == "cuda":
         return "bf16"
-    return "bf16" if cpu_has_bf16() and dim >= 256 else "fp32"
+    if not cpu_has_bf16():
+        return "fp32"
+    return "bf16" if dim >= 256 else "bf16-head"
 
 
 def choose(precision: str = "auto", compile: str = "auto", threads: int | None = None, dim: int = 256) -> Runtime:
@@ -61,8 +75,8 @@ def choose(precision: str = "auto", compile: str = "auto", threads: int | None =
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if precision == "auto":
         precision = auto_precision(device, dim)
-    if precision not in ("fp32", "bf16"):
-        raise RagError(f"unknown --precision {precision!r}; use auto, fp32 or bf16")
+    if precision not in PRECISIONS:
+        raise RagError(f"unknown --precision {precision!r}; use {', '.join(PRECISIONS)}")
     if compile not in ("auto", "on", "off"):
         raise RagError(f"unknown --compile {compile!r}; use auto, on or off")
     # torch.compile on this 2-core CPU took 100 s to compile and gave no measurable gain: GPU only by default
@@ -135,8 +149,9 @@ def flops_peak(rt: Runtime) -> tuple[float, str]:
             if key in name:
                 return peak, f"{name} dense bf16 datasheet peak"
         return matmul_peak("cuda", torch.bfloat16), f"{name} bf16 matmul measured in this run"
-    dtype = torch.bfloat16 if rt.precision == "bf16" else torch.float32
-    return matmul_peak("cpu", dtype), f"CPU {rt.precision} 2048^3 matmul measured in this run ({torch.get_num_threads()} threads)"
+    dtype = torch.float32 if rt.precision == "fp32" else torch.bfloat16
+    name = "fp32" if rt.precision == "fp32" else "bf16"
+    return matmul_peak("cpu", dtype), f"CPU {name} 2048^3 matmul measured in this run ({torch.get_num_threads()} threads)"
 
 
 def matmul_peak(device: str = "cpu", dtype=None, n: int = 2048, seconds: float = 1.0) -> float:

@@ -45,7 +45,7 @@ def measure_rates(base: TrainConfig, dims: list[int]) -> dict[int, float]:
     rates = {}
     for d in dims:
         rt = choose(base.precision, "off", base.threads, d)
-        model = GPT(replace(base.model, dim=d))
+        model = rt.prepare_model(GPT(replace(base.model, dim=d)))
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         seconds = 0.0
         for i in range(2):

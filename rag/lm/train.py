@@ -41,7 +41,7 @@ class TrainConfig:
     eval_tokens: int | None = 32768  # valid/test tokens scored at the end (None: whole split)
     slice_eval_tokens: int = 4096    # valid tokens scored at each checkpoint (for the curves)
     threads: int | None = None
-    precision: str = "auto"          # auto | fp32 | bf16
+    precision: str = "auto"          # auto | fp32 | bf16 | bf16-head (see runtime.auto_precision)
     compile: str = "auto"            # auto | on | off
     samples: int = 3                 # generated sentences at the end
     resume: bool = False
@@ -133,7 +133,7 @@ def train(cfg: TrainConfig, progress=None) -> dict:
                        f"tokens, valid {len(tok.ids['valid'])}; use a bigger corpus or a smaller --context")
     torch.manual_seed(cfg.seed)
     try:
-        model = GPT(mcfg).to(rt.device)
+        model = rt.prepare_model(GPT(mcfg).to(rt.device))
         optimizer = make_optimizer(model, cfg, rt.device)
     except (RuntimeError, MemoryError) as exc:
         if is_oom(exc):
