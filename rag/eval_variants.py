@@ -108,3 +108,31 @@ def _wbm25_encoder(name: str) -> WhitenedBM25TableEncoder:
 
 
 register_encoder("smollm2-input-wbm25", _wbm25_encoder)
+
+
+# ---------------------------------------------------------------- fusion variants
+
+FUSIONS = {
+    "minmax": "rag.retrieve.fuse_minmax: min-max over each side's top-100 candidates (absent = 0)",
+    "zscore": "z-score each side over every document (exact dense cosine and full BM25 scores), then weight",
+}
+
+
+def bm25_full_scores(bm25, texts: list[str]) -> np.ndarray:
+    """BM25 scores of every passage for each text [n_texts, n_passages] (bm25s get_scores, same tokenizer)."""
+    tokens = bm25.tokenizer.tokenize(texts, update_vocab=False, return_as="string", show_progress=False)
+    n = len(bm25.ids)
+    out = np.zeros((len(texts), n), np.float32)
+    for i, t in enumerate(tokens):
+        if t:
+            out[i] = bm25.model.get_scores(list(t))
+    return out
+
+
+def zscore_fuse(dense: np.ndarray, sparse: np.ndarray, weight: float) -> np.ndarray:
+    """weight·z(dense) + (1-weight)·z(sparse), each z-scored over all documents of its row."""
+    def z(x):
+        x = np.atleast_2d(x).astype(np.float32)
+        return (x - x.mean(1, keepdims=True)) / np.maximum(x.std(1, keepdims=True), 1e-9)
+
+    return weight * z(dense) + (1 - weight) * z(sparse)

@@ -20,7 +20,7 @@ from rag.config import RagError, valid_choice
 
 RETRIEVERS = ("dense", "bm25", "hybrid")
 DATASETS = ("scifact", "hotpotqa")
-DEFAULT_ENCODERS = ("minilm", "smollm2-input")
+DEFAULT_ENCODERS = ("minilm", "smollm2-input", "smollm2-input-wbm25")
 DEFAULT_DIMS = (32, 64, 128, 256, 384, 576)
 DEFAULT_REDUCERS = ("pca", "truncate", "whiten")
 DEFAULT_ANN_REDUCERS = ("pca",)  # approximate index kinds run with these reducers only (flat runs with all)
@@ -46,6 +46,7 @@ class GridSpec:
     quick: bool = False
     timed_queries: int = 100
     hybrid_weight: float = 0.5
+    fusion: str = "minmax"  # see rag.eval_variants.FUSIONS
     seed: int = 0
 
 
@@ -84,6 +85,9 @@ def check_spec(spec: GridSpec) -> GridSpec:
         raise RagError(f"--dims must be positive integers, got {list(spec.dims)}")
     if (spec.queries_file is None) != (spec.qrels_file is None) and spec.queries_file is not None:
         raise RagError("--queries needs --qrels with judgments for those queries (BEIR qrels TSV)")
+    from rag.eval_variants import FUSIONS
+
+    valid_choice(spec.fusion, tuple(FUSIONS), "fusion")
     if spec.timed_queries < 1:
         raise RagError("timed_queries must be at least 1")
     spec.index_kinds = tuple(kinds)
@@ -153,7 +157,7 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
 
     from rag.eval_variants import fit_reducer
 
-    started = time.time()
+    started, cpu_started = time.time(), time.process_time()
     spec = check_spec(spec)
     data = load_eval_data(spec)
     corpus, queries, qrels = data.corpus, data.queries, data.qrels
@@ -175,7 +179,11 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
     # ---- BM25 (reference row; also the sparse half of hybrid)
     bm25_runs, bm25_ms, bm25_batch_s = None, None, None
     if {"bm25", "hybrid"} & set(spec.retrievers):
-        bm25_row, bm25_runs, bm25_ms, bm25_batch_s = _bm25_reference(corpus, q_texts, queries, order, tick)
+        bm25_row, bm25_runs, bm25_ms, bm25_batch_s, bm25 = _bm25_reference(corpus, q_texts, queries, order, tick)
+        if spec.fusion == "zscore":
+            from rag.eval_variants import bm25_full_scores
+
+            bm25_full = bm25_full_scores(bm25, q_texts)
         bm25_row = row(**bm25_row, **score_run(dict(zip([q.id for q in queries], bm25_runs))))
         if "bm25" in spec.retrievers:
             rows.append(bm25_row)
@@ -243,7 +251,10 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
                         rows.append(row(**common, retriever="dense", **score_run(dense), **{"ann_recall@10": ann},
                                         search_ms_p50=_p(search_ms, 50), search_ms_p95=_p(search_ms, 95),
                                         batch_qps=len(queries) / batch_s))
-                    if "hybrid" in spec.retrievers and kind == "flat":
+                    if "hybrid" in spec.retrievers and kind == "flat" and spec.fusion == "zscore":
+                        rows.append(row(**_zscore_hybrid_row(common, qv, docs, bm25, bm25_full, q_texts, queries,
+                                                             doc_ids, order, spec.hybrid_weight, score_run)))
+                    elif "hybrid" in spec.retrievers and kind == "flat":
                         rows.append(row(**_hybrid_row(common, dense, bm25_runs, queries, order, search_ms, bm25_ms,
                                                       batch_s, bm25_batch_s, spec.hybrid_weight, score_run)))
                     done += 1
@@ -258,8 +269,10 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
     notes.append("encode_ms = the encoder on one query plus the reducer's projection; search_ms = one index search "
                  f"for the top 10; both over {len(order)} single queries after {WARMUP} warm-up queries. "
                  f"batch_qps = all {len(queries)} queries in one call for the top {RUN_DEPTH}. build_s = reducer "
-                 "fit + index build from cached full-width vectors. Hybrid = min-max fusion "
-                 f"(weight {spec.hybrid_weight} dense) of the dense top {RUN_DEPTH} and the BM25 top {RUN_DEPTH}.")
+                 "fit + index build from cached full-width vectors.")
+    from rag.eval_variants import FUSIONS
+
+    notes.append(f"Hybrid = {spec.fusion} fusion, dense weight {spec.hybrid_weight}: {FUSIONS[spec.fusion]}.")
     if data.qrels_check.get("dropped_pairs"):
         c = data.qrels_check
         notes.append(f"qrels: dropped {c['dropped_pairs']} pairs naming {c['unknown_query_ids']} unknown query ids "
@@ -272,6 +285,7 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
                  "multi_gold_queries": multi, "qrels_check": data.qrels_check},
         "rows": rows, "notes": notes, "skipped": skipped, "encoders": encoder_info,
         "versions": _versions(), "machine": _machine(placement()), "elapsed_s": time.time() - started,
+        "process_cpu_s": time.process_time() - cpu_started,
     }
 
 
@@ -310,7 +324,7 @@ def _bm25_reference(corpus, q_texts, queries, order, tick):
                   search_ms_p50=_p(ms, 50), search_ms_p95=_p(ms, 95), batch_qps=len(queries) / batch_s,
                   index_bytes=nbytes, bytes_per_vector=nbytes / len(corpus.passages), build_s=build_s)
     tick("BM25", 1, 1)
-    return fields, runs, ms, batch_s
+    return fields, runs, ms, batch_s, bm25
 
 
 def _hybrid_row(common, dense, bm25_runs, queries, order, dense_ms, bm25_ms, dense_batch_s, bm25_batch_s, weight,
@@ -325,6 +339,26 @@ def _hybrid_row(common, dense, bm25_runs, queries, order, dense_ms, bm25_ms, den
     total_ms = dense_ms + bm25_ms + fuse_ms
     return common | dict(retriever="hybrid", **score_run(fused), search_ms_p50=_p(total_ms, 50),
                          search_ms_p95=_p(total_ms, 95), batch_qps=len(queries) / (dense_batch_s + bm25_batch_s + fuse_s))
+
+
+def _zscore_hybrid_row(common, qv, docs, bm25, bm25_full, q_texts, queries, doc_ids, order, weight, score_run):
+    """Z-score fusion over every document; one hybrid query = full dense scores + full BM25 scores + fusion."""
+    from rag.eval_variants import bm25_full_scores, zscore_fuse
+
+    def one(i):
+        fused = zscore_fuse(qv[i:i + 1] @ docs.T, bm25_full_scores(bm25, [q_texts[i]]), weight)[0]
+        return np.argpartition(-fused, 10)[:10]
+
+    t0 = time.perf_counter()
+    fused = zscore_fuse(qv @ docs.T, bm25_full, weight)
+    top = np.argsort(-fused, axis=1)[:, :RUN_DEPTH]
+    batch_s = time.perf_counter() - t0
+    run = {q.id: {doc_ids[j]: float(fused[i, j]) for j in top[i]} for i, q in enumerate(queries)}
+    for i in order[:WARMUP]:
+        one(i)
+    ms = _timed(one, order)
+    return common | dict(retriever="hybrid", **score_run(run), search_ms_p50=_p(ms, 50), search_ms_p95=_p(ms, 95),
+                         batch_qps=len(queries) / batch_s)
 
 
 def _versions() -> dict:

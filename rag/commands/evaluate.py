@@ -57,7 +57,7 @@ def retrieval(
     dataset: str = typer.Option("scifact", help="scifact, hotpotqa, or a BEIR-layout folder"),
     encoders: Optional[str] = typer.Option(
         None, help="comma-separated encoder names (minilm, smollm2-input, lm:<checkpoint dir>, ...) "
-                   "[default: minilm,smollm2-input; --quick: minilm]"),
+                   "[default: minilm,smollm2-input,smollm2-input-wbm25; --quick: minilm]"),
     dims: Optional[str] = typer.Option(
         None, help="comma-separated d; d wider than an encoder is skipped [default: 32,64,128,256,384,576; "
                    "--quick: 32,128,384]"),
@@ -69,7 +69,9 @@ def retrieval(
     queries: Optional[Path] = typer.Option(None, help="another query set over the same corpus (BEIR queries.jsonl)"),
     qrels: Optional[Path] = typer.Option(None, help="qrels for --queries (BEIR TSV: query-id, corpus-id, score)"),
     quick: bool = typer.Option(False, help="small grid on a subset (CI): 40 queries, their documents + 200 others"),
-    hybrid_weight: float = typer.Option(0.5, help="weight of the dense side in min-max fusion"),
+    hybrid_weight: float = typer.Option(0.5, help="weight of the dense side in the fusion"),
+    fusion: str = typer.Option("minmax", help="hybrid fusion: minmax (top-100 candidates, as rag.retrieve) or "
+                                              "zscore (z-scores over every document)"),
     timed_queries: int = typer.Option(100, help="single queries timed for the latency percentiles"),
     out: Path = typer.Option(..., help="folder for results.csv, results.json, report.md and the plots"),
     overwrite: bool = typer.Option(False, help="replace the files in a non-empty --out"),
@@ -82,14 +84,14 @@ def retrieval(
     err = Console(stderr=True)
     try:
         _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries, qrels, quick, hybrid_weight,
-             timed_queries, out, overwrite)
+             fusion, timed_queries, out, overwrite)
     except RagError as e:
         err.print(f"error: {e}", style="red", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
 
 
 def _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries, qrels, quick, hybrid_weight,
-         timed_queries, out, overwrite) -> None:
+         fusion, timed_queries, out, overwrite) -> None:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -105,7 +107,7 @@ def _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries,
                     index_kinds=_names(index), retrievers=_names(retriever),
                     ann_reducers=() if ann_reduce.strip() == "all" else _names(ann_reduce),
                     queries_file=str(queries) if queries else None, qrels_file=str(qrels) if qrels else None,
-                    quick=quick, hybrid_weight=hybrid_weight, timed_queries=timed_queries)
+                    quick=quick, hybrid_weight=hybrid_weight, fusion=fusion, timed_queries=timed_queries)
     check_spec(spec)  # every name checked before anything heavy happens
     note = prepare_out_dir(out, overwrite)
     if note:
