@@ -77,3 +77,17 @@ def test_sweep_writes_csv_json_report_and_plots(corpus, tmp_path):
     assert res.exit_code == 0, res.output
     res = CliRunner().invoke(app, ["sweep", "--dims", "128,x"])
     assert res.exit_code == 1 and "--dims" in res.output
+
+
+def test_budget_is_sized_from_measured_rates(corpus):
+    from rag.lm.sweep import default_base, measure_rates, size_budget
+
+    base = default_base(corpus=str(corpus), vocab=400, layers=1, heads=2, context=32, batch=4, threads=1,
+                        precision="fp32", eval_tokens=1024, slice_eval_tokens=256)
+    rates = measure_rates(base, [16, 32])
+    assert set(rates) == {16, 32} and all(r > 0 for r in rates.values())
+    tokens = size_budget(rates, 0.5, base)
+    assert tokens % (4 * 32) == 0  # whole steps
+    expected = 0.8 * 30 / sum(1 / r for r in rates.values()) - (2 * 1024 + 4 * 256) / 3
+    assert tokens == max(10 * 128, int(expected // 128) * 128)
+    assert size_budget({16: 1000.0, 32: 1000.0}, 0.5, base) < size_budget({16: 2000.0, 32: 2000.0}, 0.5, base)

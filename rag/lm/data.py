@@ -25,6 +25,7 @@ from rag.config import RagError, cache_dir, data_dir
 SPLITS = ("train", "valid", "test")
 WIKITEXT2_URL = "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-2-raw-v1.zip"
 EOT = "<|endoftext|>"
+PROBE_STEP = 10 ** 9  # batches for throughput probes come from steps no run reaches
 
 
 @dataclass

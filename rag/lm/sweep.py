@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from rag.config import RagError
-from rag.lm.data import prepare, train_batch
+from rag.lm.data import PROBE_STEP, prepare, train_batch
 from rag.lm.model import GPT, GPTConfig
 from rag.lm.runtime import choose
 from rag.lm.train import TrainConfig, train
@@ -49,7 +49,7 @@ def measure_rates(base: TrainConfig, dims: list[int]) -> dict[int, float]:
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         seconds = 0.0
         for i in range(2):
-            x, y = train_batch(ids, -1 - i, base.batch, model.cfg.context, base.seed)
+            x, y = train_batch(ids, PROBE_STEP + i, base.batch, model.cfg.context, base.seed)
             t0 = time.perf_counter()
             with rt.autocast():
                 _, loss = model(x, y)

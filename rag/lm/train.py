@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rag.config import RagError
 from rag.lm import checkpoint as ckpt
-from rag.lm.data import eval_batches, eval_token_count, prepare, train_batch
+from rag.lm.data import PROBE_STEP, eval_batches, eval_token_count, prepare, train_batch
 from rag.lm.model import GPT, GPTConfig, accounting
 from rag.lm.runtime import Runtime, choose, flops_peak, is_oom, oom_error, peak_memory, reset_peak_memory
 
@@ -33,13 +33,13 @@ class TrainConfig:
     minutes: float | None = None
     lr: float | None = None          # None: 2e-3 * sqrt(128 / d)
     min_lr_ratio: float = 0.1
-    warmup: int | None = None        # None: 5% of the steps, at most 100
+    warmup: int | None = None        # None: 10% of the steps, at most 100
     weight_decay: float = 0.1
     clip: float = 1.0
     seed: int = 1337
     slices: int = 4                  # checkpoints per run (or one per epoch, whichever is more)
     eval_tokens: int | None = 32768  # valid/test tokens scored at the end (None: whole split)
-    slice_eval_tokens: int = 4096    # valid tokens scored at each checkpoint (for the curves)
+    slice_eval_tokens: int = 2048    # valid tokens scored at each checkpoint (for the curves)
     threads: int | None = None
     precision: str = "auto"          # auto | fp32 | bf16 | bf16-head (see runtime.auto_precision)
     compile: str = "auto"            # auto | on | off
@@ -156,7 +156,7 @@ def train(cfg: TrainConfig, progress=None) -> dict:
             ckpt.truncate_curve(out, state["step"])
     total = state["total_steps"]
     every = max(1, math.ceil(total / max(cfg.slices, math.ceil(cfg.epochs or 0))))
-    warmup = cfg.warmup if cfg.warmup is not None else min(100, max(1, total // 20))
+    warmup = cfg.warmup if cfg.warmup is not None else min(100, max(1, total // 10))
     step_model = torch.compile(model) if rt.compile else model
     if rt.world > 1:
         from torch.nn.parallel import DistributedDataParallel
@@ -222,7 +222,7 @@ def _train_dict(cfg: TrainConfig) -> dict:
 def probe_rate(model, train_ids, cfg: TrainConfig, rt: Runtime) -> float:
     """Tokens/s of two forward+backward passes (no weight update), to turn --minutes into steps."""
     for i in range(3):
-        x, y = train_batch(train_ids, -1 - i, cfg.batch, model.cfg.context, cfg.seed, rt.rank)
+        x, y = train_batch(train_ids, PROBE_STEP + i, cfg.batch, model.cfg.context, cfg.seed, rt.rank)
         t0 = time.perf_counter()
         with rt.autocast():
             _, loss = model(x.to(rt.device), y.to(rt.device))
