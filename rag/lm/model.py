@@ -126,6 +126,7 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(cfg.dim)
         self.head = None if cfg.tie else nn.Linear(cfg.dim, cfg.vocab, bias=False)
         self.head_dtype: torch.dtype | None = None  # set to bf16 to run only the head + loss matmuls in bf16
+        self.fused_loss = True  # chunked linear + cross-entropy in training (off under torch.compile)
         self._init_weights()
 
     def _init_weights(self) -> None:
@@ -161,6 +162,9 @@ class GPT(nn.Module):
         h = self.hidden(idx)
         if targets is None:
             return F.linear(h, self.output_weight())
+        if not self.fused_loss:  # plain path (torch.compile fuses this one itself)
+            logits = F.linear(h, self.output_weight())
+            return logits, F.cross_entropy(logits.float().flatten(0, 1), targets.reshape(-1))
         return None, linear_cross_entropy(h.flatten(0, 1), self.output_weight(), targets.reshape(-1),
                                           mm_dtype=self.head_dtype)
 

@@ -36,6 +36,7 @@ class Runtime:
         import torch
 
         model.head_dtype = torch.bfloat16 if self.precision == "bf16-head" else None
+        model.fused_loss = not self.compile
         return model
 
     def describe(self) -> str:
