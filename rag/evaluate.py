@@ -155,7 +155,7 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
     from rag.index import INDEX_KINDS, build_index
     from rag.metrics import all_gold_at_k, ann_recall_at_k, ir_metrics
 
-    from rag.eval_variants import fit_reducer
+    from rag.eval_variants import fit_reducer, zscore_hybrid_row
 
     started, cpu_started = time.time(), time.process_time()
     spec = check_spec(spec)
@@ -180,10 +180,6 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
     bm25_runs, bm25_ms, bm25_batch_s = None, None, None
     if {"bm25", "hybrid"} & set(spec.retrievers):
         bm25_row, bm25_runs, bm25_ms, bm25_batch_s, bm25 = _bm25_reference(corpus, q_texts, queries, order, tick)
-        if spec.fusion == "zscore":
-            from rag.eval_variants import bm25_full_scores
-
-            bm25_full = bm25_full_scores(bm25, q_texts)
         bm25_row = row(**bm25_row, **score_run(dict(zip([q.id for q in queries], bm25_runs))))
         if "bm25" in spec.retrievers:
             rows.append(bm25_row)
@@ -226,7 +222,7 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
                 qv = reducer.transform(q_full)
                 tr_ms = _timed(lambda i: reducer.transform(q_full[i:i + 1]), order)
                 encode_ms = enc_ms + tr_ms
-                flat_rows = None
+                exact_top10 = _exact_top(qv, docs, 10)  # the reference for ann_recall@10
                 run_kinds = [k for k in kinds if k == "flat" or not spec.ann_reducers or reduce in spec.ann_reducers]
                 for kind in run_kinds:
                     tick(f"{enc_name} {reduce} d={dim} {kind}", done, n_configs)
@@ -240,20 +236,18 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
                         index.search(qv[i:i + 1], 10)
                     search_ms = _timed(lambda i: index.search(qv[i:i + 1], 10), order)
                     dense = _to_run(queries, doc_ids, scores, hits)
-                    if kind == "flat":
-                        flat_rows = hits
                     nbytes = index.nbytes
                     common = dict(encoder=enc_name, reduce=reduce, dim=dim, index=kind, device=index.device,
                                   encode_ms_p50=_p(encode_ms, 50), encode_ms_p95=_p(encode_ms, 95),
                                   index_bytes=nbytes, bytes_per_vector=nbytes / len(doc_ids), build_s=build_s)
                     if "dense" in spec.retrievers:
-                        ann = ann_recall_at_k(hits, flat_rows, 10) if flat_rows is not None else ""
+                        ann = ann_recall_at_k(hits, exact_top10, 10)
                         rows.append(row(**common, retriever="dense", **score_run(dense), **{"ann_recall@10": ann},
                                         search_ms_p50=_p(search_ms, 50), search_ms_p95=_p(search_ms, 95),
                                         batch_qps=len(queries) / batch_s))
                     if "hybrid" in spec.retrievers and kind == "flat" and spec.fusion == "zscore":
-                        rows.append(row(**_zscore_hybrid_row(common, qv, docs, bm25, bm25_full, q_texts, queries,
-                                                             doc_ids, order, spec.hybrid_weight, score_run)))
+                        rows.append(row(**zscore_hybrid_row(common, qv, docs, bm25, q_texts, queries, doc_ids, order,
+                                                            spec.hybrid_weight, score_run)))
                     elif "hybrid" in spec.retrievers and kind == "flat":
                         rows.append(row(**_hybrid_row(common, dense, bm25_runs, queries, order, search_ms, bm25_ms,
                                                       batch_s, bm25_batch_s, spec.hybrid_weight, score_run)))
@@ -293,6 +287,15 @@ def _count_configs(spec: GridSpec, kinds: list[str]) -> int:
     per_dim = sum(len([k for k in kinds if k == "flat" or not spec.ann_reducers or r in spec.ann_reducers])
                   for r in spec.reducers)
     return max(1, per_dim * len(spec.encoders) * (len(spec.dims) + 1))
+
+
+def _exact_top(queries: np.ndarray, docs: np.ndarray, k: int) -> np.ndarray:
+    """Row ids of the exact top-k by inner product (what flat search returns)."""
+    scores = queries @ docs.T
+    k = min(k, docs.shape[0])
+    part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    order = np.argsort(-np.take_along_axis(scores, part, 1), axis=1)
+    return np.take_along_axis(part, order, 1)
 
 
 def _to_run(queries, doc_ids, scores, hits) -> dict[str, dict[str, float]]:
@@ -339,26 +342,6 @@ def _hybrid_row(common, dense, bm25_runs, queries, order, dense_ms, bm25_ms, den
     total_ms = dense_ms + bm25_ms + fuse_ms
     return common | dict(retriever="hybrid", **score_run(fused), search_ms_p50=_p(total_ms, 50),
                          search_ms_p95=_p(total_ms, 95), batch_qps=len(queries) / (dense_batch_s + bm25_batch_s + fuse_s))
-
-
-def _zscore_hybrid_row(common, qv, docs, bm25, bm25_full, q_texts, queries, doc_ids, order, weight, score_run):
-    """Z-score fusion over every document; one hybrid query = full dense scores + full BM25 scores + fusion."""
-    from rag.eval_variants import bm25_full_scores, zscore_fuse
-
-    def one(i):
-        fused = zscore_fuse(qv[i:i + 1] @ docs.T, bm25_full_scores(bm25, [q_texts[i]]), weight)[0]
-        return np.argpartition(-fused, 10)[:10]
-
-    t0 = time.perf_counter()
-    fused = zscore_fuse(qv @ docs.T, bm25_full, weight)
-    top = np.argsort(-fused, axis=1)[:, :RUN_DEPTH]
-    batch_s = time.perf_counter() - t0
-    run = {q.id: {doc_ids[j]: float(fused[i, j]) for j in top[i]} for i, q in enumerate(queries)}
-    for i in order[:WARMUP]:
-        one(i)
-    ms = _timed(one, order)
-    return common | dict(retriever="hybrid", **score_run(run), search_ms_p50=_p(ms, 50), search_ms_p95=_p(ms, 95),
-                         batch_qps=len(queries) / batch_s)
 
 
 def _versions() -> dict:

@@ -173,3 +173,28 @@ def test_report_sentences_come_from_the_numbers():
     assert "d=64 (pca)" in keep and "truncate d=128" in keep
     diverge = divergence_sentences(rows)[0]
     assert "from d=64 down" in diverge and "0.100 at d=32" in diverge and "PCA leads" in diverge
+
+
+def test_lm_checkpoint_encoder_runs_through_the_registry(tmp_path):
+    """`--encoders lm:<dir>` with a tiny randomly initialised checkpoint; d wider than it is skipped and said so."""
+    import torch
+
+    from rag.lm import checkpoint
+    from rag.lm.data import prepare
+    from rag.lm.model import GPT, GPTConfig
+    from tests.test_lm_data import wiki_slice
+
+    tok = prepare(str(wiki_slice(tmp_path / "wiki", 60_000)), 400)
+    torch.manual_seed(0)
+    run = tmp_path / "run"
+    run.mkdir()
+    checkpoint.save(run, GPT(GPTConfig(vocab=400, dim=24, layers=1, heads=2, context=16)), None, {"step": 0})
+    (run / "tokenizer.json").write_bytes(tok.tokenizer_path.read_bytes())
+    out = tmp_path / "out"
+    result = invoke("--quick", "--encoders", f"lm:{run}", "--dims", "8,32", "--index", "flat",
+                    "--retriever", "dense", "--timed-queries", "10", "--out", out)
+    assert result.exit_code == 0, result.output
+    with open(out / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {(r["encoder"], r["dim"]) for r in rows if r["reduce"] == "pca"} == {(f"lm:{run}", "8"), (f"lm:{run}", "24")}
+    assert "skipped d=32 (wider than the encoder (24))" in (out / "report.md").read_text()

@@ -57,12 +57,12 @@ def retrieval(
     dataset: str = typer.Option("scifact", help="scifact, hotpotqa, or a BEIR-layout folder"),
     encoders: Optional[str] = typer.Option(
         None, help="comma-separated encoder names (minilm, smollm2-input, lm:<checkpoint dir>, ...) "
-                   "[default: minilm,smollm2-input,smollm2-input-wbm25; --quick: minilm]"),
+                   "(default: minilm,smollm2-input,smollm2-input-wbm25; with --quick: minilm)"),
     dims: Optional[str] = typer.Option(
-        None, help="comma-separated d; d wider than an encoder is skipped [default: 32,64,128,256,384,576; "
-                   "--quick: 32,128,384]"),
+        None, help="comma-separated d; d wider than an encoder is skipped (default: 32,64,128,256,384,576; "
+                   "with --quick: 32,128,384)"),
     reduce: Optional[str] = typer.Option(
-        None, help="reducers; the flat index runs with each [default: pca,truncate,whiten; --quick: pca,truncate]"),
+        None, help="reducers; the flat index runs with each (default: pca,truncate,whiten; with --quick: pca,truncate)"),
     index: str = typer.Option("flat,ivf-flat,ivf-pq,hnsw,sq8,binary", help="FAISS index kinds"),
     retriever: str = typer.Option("dense,bm25,hybrid", help="retrievers: dense, bm25, hybrid"),
     ann_reduce: str = typer.Option("pca", help="reducers that also run the approximate kinds ('all' = every one)"),
