@@ -198,3 +198,19 @@ def test_lm_checkpoint_encoder_runs_through_the_registry(tmp_path):
         rows = list(csv.DictReader(f))
     assert {(r["encoder"], r["dim"]) for r in rows if r["reduce"] == "pca"} == {(f"lm:{run}", "8"), (f"lm:{run}", "24")}
     assert "skipped d=32 (wider than the encoder (24))" in (out / "report.md").read_text()
+
+
+def test_another_query_set_over_the_same_corpus(tmp_path, data_dir):
+    qrels_lines = (data_dir / "scifact" / "qrels" / "test.tsv").read_text().splitlines()[1:6]
+    wanted = {line.split("\t")[0] for line in qrels_lines}
+    rows = [json.loads(x) for x in (data_dir / "scifact" / "queries.jsonl").read_text().splitlines() if x.strip()]
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text("".join(json.dumps(r) + "\n" for r in rows if r["_id"] in wanted))
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("\n".join(qrels_lines) + "\n")
+    out = tmp_path / "out"
+    result = invoke("--queries", queries, "--qrels", qrels, "--retriever", "bm25", "--timed-queries", "10",
+                    "--out", out)
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "results.json").read_text())
+    assert data["data"]["queries"] == len(wanted) and data["data"]["passages"] == 5183
