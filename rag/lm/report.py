@@ -139,7 +139,7 @@ def write_report(rows: list[dict], out_dir: Path, plan: dict) -> Path:
              f"perplexity are scored on the first {r0.get('eval_tokens', {}).get('valid', '?'):,} / "
              f"{r0.get('eval_tokens', {}).get('test', '?'):,} tokens of each split; per-word perplexity uses the test "
              f"split's tokens per whitespace word ({r0.get('tokens_per_word_test', '?')}). MFU divides achieved FLOP/s "
-             f"by: {r0.get('peak_source', '?')}. Peak memory is {'CUDA max_memory_allocated' if 'cuda' in r0['device'] else 'the peak RSS of the process during that d'}.",
+             f"by: {r0.get('peak_source', '?')}. Peak memory is {'CUDA max_memory_allocated' if 'cuda' in r0['device'] else 'the peak RSS of the process while training that d (it includes the ' + fmt_bytes(r0.get('mem_baseline_bytes') or 0) + ' the process held before: Python, torch, token ids)'}.",
              "", table(rows), "", "## Findings", ""]
     lines += [f"- {s}" for s in findings(rows)]
     lines += ["", "## Plots", ""] + [f"![{k}]({v})" for k, v in PLOTS.items()]

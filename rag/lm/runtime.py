@@ -118,9 +118,28 @@ def reset_peak_memory(device: str) -> None:
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
         return
+    import ctypes
+    import gc
+
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # hand freed heap pages (an earlier d's model) back to the OS
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
     with contextlib.suppress(OSError):
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
+
+
+def current_memory(device: str) -> int:
+    """Bytes in use now: CUDA allocated memory, or the RSS of the process (the baseline under a peak)."""
+    import torch
+
+    if device == "cuda":
+        return int(torch.cuda.memory_allocated())
+    with contextlib.suppress(OSError):
+        for line in open("/proc/self/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def peak_memory(device: str) -> int:

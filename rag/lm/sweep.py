@@ -58,7 +58,7 @@ def measure_rates(base: TrainConfig, dims: list[int]) -> dict[int, float]:
             opt.zero_grad(set_to_none=True)
             seconds = time.perf_counter() - t0
         rates[d] = base.batch * model.cfg.context / seconds
-        del model, opt
+        del model, opt, loss
         gc.collect()
     return rates
 

@@ -17,7 +17,7 @@ from rag.config import RagError
 from rag.lm import checkpoint as ckpt
 from rag.lm.data import PROBE_STEP, eval_batches, eval_token_count, prepare, train_batch
 from rag.lm.model import GPT, GPTConfig, accounting
-from rag.lm.runtime import Runtime, choose, flops_peak, is_oom, oom_error, peak_memory, reset_peak_memory
+from rag.lm.runtime import Runtime, choose, current_memory, flops_peak, is_oom, oom_error, peak_memory, reset_peak_memory
 
 SAMPLE_PROMPTS = ("The history of", "In 1998 , the", "The album was")
 
@@ -163,6 +163,7 @@ def train(cfg: TrainConfig, progress=None) -> dict:
 
         step_model = DistributedDataParallel(step_model)
     reset_peak_memory(rt.device)
+    state["mem_baseline_bytes"] = current_memory(rt.device)
     curve = open(out / "curve.jsonl", "a") if rt.main else None
     model.train()
     try:
@@ -257,7 +258,7 @@ def finish(model, tok, cfg: TrainConfig, rt: Runtime, state: dict, tokens_per_st
         "lr": cfg.learning_rate(), "peak_flops": round(peak), "peak_source": peak_source,
         "eval_tokens": {"valid": eval_token_count(tok.ids["valid"], mcfg.context, cfg.eval_tokens),
                         "test": eval_token_count(tok.ids["test"], mcfg.context, cfg.eval_tokens)},
-        "tokens_per_word_test": round(tokens_per_word, 4), "corpus": tok.corpus.name,
+        "tokens_per_word_test": round(tokens_per_word, 4), "mem_baseline_bytes": state.get("mem_baseline_bytes"), "corpus": tok.corpus.name,
         "train_tokens_per_epoch": int(len(tok.ids["train"])),
     }
     if rt.main:
