@@ -102,6 +102,12 @@ def findings(rows: list[dict]) -> list[str]:
         kp = fit_exponent(dims, [r["params"] for r in rows])
         out.append(f"Epoch time grows as d^{kt:.2f}, peak memory as d^{km:.2f} and parameters as d^{kp:.2f} "
                    f"over d={dims[0]}..{dims[-1]} (least-squares fit of log–log).")
+        if all(r.get("mem_baseline_bytes") for r in rows):
+            above = [r["peak_mem_bytes"] - r["mem_baseline_bytes"] for r in rows]
+            out.append(f"Peak memory above the process's baseline (what training that d added) grows as "
+                       f"d^{fit_exponent(dims, above):.2f}: {fmt_bytes(above[0])} at d={dims[0]}, "
+                       f"{fmt_bytes(above[-1])} at d={dims[-1]}; the estimate weights+grads+Adam is "
+                       f"{fmt_bytes(rows[0]['train_mem_est_bytes'])} → {fmt_bytes(rows[-1]['train_mem_est_bytes'])}.")
     return out
 
 
