@@ -92,6 +92,8 @@ def retrieval(
 
 def _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries, qrels, quick, hybrid_weight,
          fusion, timed_queries, out, overwrite) -> None:
+    import time
+
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -118,6 +120,8 @@ def _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries,
 
         def progress(what: str, done: int, total: int) -> None:
             key = "grid" if what.split(" ")[0] in spec.encoders or what == "done" else what
+            if not console.is_terminal and (key == "grid" or done in (0, total)):  # a log file: one line a step
+                console.print(f"{time.strftime('%H:%M:%S')} [{done}/{total}] {what}", markup=False, highlight=False)
             label = "grid" if key == "grid" else what
             if key not in tasks:
                 tasks[key] = bars.add_task(label, total=total)
