@@ -137,3 +137,10 @@ def test_one_short_local_generation():
     backend = LocalBackend()
     text = backend.generate([{"role": "user", "content": "Say hello."}], max_new_tokens=6)
     assert isinstance(text, str) and text.strip()
+
+
+def test_calculator_figures_survive_an_llm_that_drops_them(chat_server, bm25_builtin):
+    chat_server(reply="The table is fairly large [1].")
+    result = run_agent("How many parameters does a 50k×768 table have?", llm="openai", retriever_obj=bm25_builtin)
+    assert "38,400,000" in result["answer"] and "fairly large" in result["answer"]
+    assert result["citations"]

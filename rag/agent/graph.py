@@ -210,6 +210,8 @@ def build_graph(retriever, backend, *, k: int, max_steps: int, on_step: Callable
             warnings.append(f"llm backend '{backend.name}' failed ({type(exc).__name__}: {str(exc)[:120]}); "
                             "answered with extractive")
             text = used.answer(state["question"], passages, notes, subs, short=short_answer)
+        if calc and notes and not _has_figures(text, calc):
+            text = notes[0] + " " + text  # the exact figures must survive a model that dropped them
         text, citations, cite_warn = _attach_citations(text, passages)
         warnings += cite_warn
         step = {"node": "answer", "backend": used.name, "citations": [c["id"] for c in citations]}
@@ -242,6 +244,15 @@ def _ranked(state: AgentState) -> list[str]:
                 if rank < len(ids):
                     out.setdefault(ids[rank], None)
     return list(out)
+
+
+def _has_figures(text: str, calc: dict) -> bool:
+    """Whether the answer already states the calculator's main figure (e.g. 38,400,000)."""
+    import re
+
+    figures = re.findall(r"\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?", calc["text"])
+    main = max(figures, key=len) if figures else ""
+    return bool(main) and (main in text or main.replace(",", "") in text)
 
 
 def _attach_citations(text: str, passages: list[dict]) -> tuple[str, list[dict], list[str]]:
