@@ -20,7 +20,7 @@ from rag.agent.planner import HOP_FROM, bridge_queries, nothing_found_answer, pl
 from rag.agent.text import is_injection, overlap
 from rag.config import RagError, check_question
 
-FIRST_TIER = 4  # how many of the first search's hits rank ahead of lookups and second-hop hits
+FIRST_TIER = 7  # how many of the first search's hits rank ahead of lookups and second-hop hits
 KEEP_OVERLAP = 0.34  # share of the query's content words a passage must contain to count as relevant
 KEEP_OVERLAP_TOP = 0.2  # a lower bar for the first hit of a query
 MAX_CONTEXT = 8  # passages handed to the answer step
