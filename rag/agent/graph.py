@@ -6,8 +6,10 @@
                    └────────────────────────────────┘
 
 A "step" is one retrieval round (one or more queries searched together); --max-steps bounds them.
-Bridge questions get a second hop built from what the first hop found: the titles and entities of the
-first-hop passages are appended to the (sub-)question.
+Each round also runs the entity lookup (rag.agent.tools.TitleLinker): passages whose titles are named in the
+question (first round) or in the best first-hop passages (second hop). Bridge questions get their second hop
+from what the first hop found: the question plus each first-hop passage's title and new entities.
+All retrieved passages are ranked by tier (see _ranked); all_gold@10 in rag.agent_eval scores that list.
 """
 
 from __future__ import annotations
