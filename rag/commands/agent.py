@@ -148,12 +148,15 @@ def _eval_agent(dataset, queries, qrels, limit, llm, encoder, dim, index, reduce
     from rich.table import Table
 
     table = Table(title=f"{dataset}: agent vs single-shot ({result['n_queries']} queries)")
-    cols = ["system", "all_gold@10", "em", "f1", "steps_mean", "latency_ms_p50", "latency_ms_p95"]
-    for c in cols:
-        table.add_column(c, justify="left" if c == "system" else "right")
+    cols = {"all_gold@10": "all_gold@10", "em": "EM", "f1": "F1", "steps_mean": "steps",
+            "latency_ms_p50": "p50 ms", "latency_ms_p95": "p95 ms"}
+    table.add_column("system", no_wrap=True)
+    for header in cols.values():
+        table.add_column(header, justify="right")
     for row in result["systems"]:
-        table.add_row(row["name"], *[("-" if row.get(c) is None else f"{row[c]:.3f}" if isinstance(row[c], float)
-                                      else str(row[c])) for c in cols[1:]])
+        cells = ["-" if row.get(c) is None else f"{row[c]:.0f}" if c.startswith("latency") else f"{row[c]:.3f}"
+                 for c in cols]
+        table.add_row(row["name"], *cells)
     console.print(table)
     for line in result.get("summary", []):
         console.print(line, highlight=False)
