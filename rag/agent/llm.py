@@ -69,13 +69,14 @@ class ExtractiveBackend:
         """The best sentence for each sub-question (or the question), followed by the sentence after it when the
         answer is not short; then further good sentences up to max_sentences."""
         picked: list[tuple[str, int]] = []
+        calc_only = bool(notes) and not sub_questions  # the calculator answers it; one source sentence suffices
         for target in ([question] if short else sub_questions or [question]):
             for score, sent, n, following in self.rank_sentences(target, passages)[:1]:
                 if score > 0 and (sent, n) not in picked:
                     picked.append((sent, n))
-                    if following and not short and len(sent.split()) + len(following.split()) <= 70:
+                    if following and not short and not calc_only and len(sent.split()) + len(following.split()) <= 70:
                         picked.append((following, n))
-        limit = 1 if short else self.max_sentences
+        limit = 1 if short or calc_only else self.max_sentences + (1 if notes else 0)
         for score, sent, n, _ in self.rank_sentences(question, passages, sub_questions):
             if len(picked) >= limit or score <= 0:
                 break

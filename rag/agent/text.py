@@ -51,10 +51,11 @@ def overlap(query: str, text: str) -> float:
 def sentences(text: str) -> list[str]:
     out = []
     text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("|"))  # no table rows
+    text = re.sub(r"(?:\|[^|\n]*){3,}\|", "\n\n", text)  # nor tables flattened onto one line
     for block in re.split(r"\n\s*\n|\n(?=#)|\n[-*] ", text):
         block = re.sub(r"^#+\s*", "", block.strip())
         block = re.sub(r"\s+", " ", block)
-        out.extend(s.strip() for s in _SENT_SPLIT.split(block) if len(s.strip()) > 2)
+        out.extend(s.strip() for s in _SENT_SPLIT.split(block) if len(s.strip()) > 2 and not s.strip().endswith(":"))
     return out
 
 
