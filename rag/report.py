@@ -58,15 +58,32 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
 
 # ---------------------------------------------------------------- sentences from numbers
 
+def full_width_reference(curve_by_reducer: dict[str, list[dict]]) -> dict:
+    """The encoder's own vectors: the widest d, with an identity reducer (pca/truncate) when there is one."""
+    width = max(r["dim"] for curve in curve_by_reducer.values() for r in curve)
+    at_width = {red: r for red, curve in curve_by_reducer.items() for r in curve if r["dim"] == width}
+    for red in ("pca", "truncate"):
+        if red in at_width:
+            return at_width[red]
+    return max(at_width.values(), key=lambda r: r["ndcg@10"])
+
+
 def smallest_dim_keeping(rows, share: float = KEEP_SHARE) -> list[dict]:
-    """Per encoder × reducer (dense, flat): full-width nDCG@10 and the smallest d keeping `share` of it."""
-    found = []
+    """Per encoder × reducer (dense, flat): the smallest d whose nDCG@10 keeps `share` of the encoder's own
+    full-width nDCG@10 (its vectors unreduced); dim is None where the reducer never gets there."""
+    by_encoder: dict[str, dict[str, list[dict]]] = {}
     for (enc, red), curve in curves(rows).items():
-        full = max(curve, key=lambda r: r["dim"])
-        target = share * full["ndcg@10"]
-        keep = next((r for r in curve if r["ndcg@10"] >= target), full)
-        found.append({"encoder": enc, "reduce": red, "full_dim": full["dim"], "full_ndcg": full["ndcg@10"],
-                      "dim": keep["dim"], "ndcg": keep["ndcg@10"]})
+        by_encoder.setdefault(enc, {})[red] = curve
+    found = []
+    for enc, by_red in by_encoder.items():
+        ref = full_width_reference(by_red)
+        target = share * ref["ndcg@10"]
+        for red, curve in by_red.items():
+            keep = next((r for r in curve if r["ndcg@10"] >= target), None)
+            best = max(curve, key=lambda r: r["ndcg@10"])
+            found.append({"encoder": enc, "reduce": red, "full_dim": ref["dim"], "full_ndcg": ref["ndcg@10"],
+                          "dim": keep["dim"] if keep else None, "ndcg": keep["ndcg@10"] if keep else None,
+                          "best_dim": best["dim"], "best_ndcg": best["ndcg@10"]})
     return found
 
 
@@ -77,12 +94,15 @@ def keep_sentences(rows, share: float = KEEP_SHARE) -> list[str]:
         by_encoder.setdefault(f["encoder"], []).append(f)
     out = []
     for enc, found in by_encoder.items():
-        best = min(found, key=lambda f: (f["dim"], -f["ndcg"]))
-        others = ", ".join(f"{f['reduce']} d={f['dim']}" for f in found if f is not best)
+        reached = [f for f in found if f["dim"] is not None]
+        best = min(reached, key=lambda f: (f["dim"], -f["ndcg"]))
+        others = [f"{f['reduce']} d={f['dim']}" for f in reached if f is not best]
+        others += [f"{f['reduce']} never does (best {f['best_ndcg']:.3f} at d={f['best_dim']})"
+                   for f in found if f["dim"] is None]
         out.append(
             f"**{enc}**: d={best['dim']} ({best['reduce']}) keeps {share:.0%} of the full-width nDCG@10 "
             f"({best['ndcg']:.3f} of {best['full_ndcg']:.3f} at d={best['full_dim']})"
-            + (f"; other reducers need {others}." if others else ".")
+            + (f"; other reducers: {', '.join(others)}." if others else ".")
         )
     return out
 
@@ -180,33 +200,42 @@ def write_plots(rows, out_dir: Path) -> list[str]:
     kinds = sorted({r["index"] for r in dense})
     b = bm25_row(rows)
 
-    # 1. nDCG@10 vs d
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    # 1. nDCG@10 vs d: colour = encoder, line style = reducer; hybrid (first reducer) as faint reference lines
+    fig, ax = plt.subplots(figsize=(9, 5))
+    encoders = list(dict.fromkeys(e for e, _ in curves(rows)))
+    colour = {e: f"C{i % 10}" for i, e in enumerate(encoders)}
+    styles = {"pca": "-", "truncate": "--", "whiten": "-.", "abtt": ":"}
     for (enc, red), curve in curves(rows).items():
-        ax.plot([r["dim"] for r in curve], [r["ndcg@10"] for r in curve], marker="o", label=f"{enc} {red}")
+        ax.plot([r["dim"] for r in curve], [r["ndcg@10"] for r in curve], marker="o", ms=4, color=colour[enc],
+                ls=styles.get(red, "-"), label=f"{enc} {red}")
+    shown = set()
     for (enc, red), curve in curves(rows, retriever="hybrid").items():
-        ax.plot([r["dim"] for r in curve], [r["ndcg@10"] for r in curve], ls=":", marker=".",
-                label=f"hybrid {enc} {red} + BM25")
+        if enc in shown:
+            continue
+        shown.add(enc)
+        ax.plot([r["dim"] for r in curve], [r["ndcg@10"] for r in curve], ls=":", marker="x", ms=4, alpha=0.6,
+                color=colour.get(enc, "grey"), label=f"hybrid: {enc} {red} + BM25")
     if b:
         ax.axhline(b["ndcg@10"], color="black", ls="--", label=f"BM25 ({b['ndcg@10']:.3f})")
     _dim_axis(ax, rows)
     ax.set_ylabel("nDCG@10")
-    ax.set_title("Retrieval quality against d")
+    ax.set_title("Retrieval quality against d (dense, flat index)")
     ax.grid(alpha=0.3)
-    _legend(ax, "lower right")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     save(fig, "ndcg_vs_dim.png")
 
-    # 2 and 3: latency and bytes vs d, per kind (one line per kind × encoder, ANN reducer rows)
+    # 2 and 3: latency and bytes vs d, one line per kind, for the encoder × reducer that ran the most kinds
+    enc, red = _encoder_with_most_kinds(dense)
     for name, col, ylabel, logy in (("latency_vs_dim.png", "search_ms_p50", "search p50 (ms / query)", True),
                                     ("bytes_vs_dim.png", "index_bytes", "index bytes on disk", True)):
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for kind in kinds:
-            for enc in sorted({r["encoder"] for r in dense}):
-                sel = [r for r in dense if r["index"] == kind and r["encoder"] == enc]
-                red = _reducer_with_most_kinds(dense, enc)
-                sel = sorted((r for r in sel if r["reduce"] == red), key=lambda r: r["dim"])
-                if sel:
-                    ax.plot([r["dim"] for r in sel], [r[col] for r in sel], marker="o", label=f"{kind} ({enc} {red})")
+            sel = sorted((r for r in dense if r["index"] == kind and r["encoder"] == enc and r["reduce"] == red),
+                         key=lambda r: r["dim"])
+            if sel:
+                ax.plot([r["dim"] for r in sel], [r[col] for r in sel], marker="o", label=kind)
+        ax.set_title(f"{enc} ({red})")
         if b and col == "search_ms_p50":
             ax.axhline(b[col], color="black", ls="--", label="BM25")
         if b and col == "index_bytes":
@@ -271,12 +300,12 @@ def _dim_axis(ax, rows):
     ax.set_xlabel("embedding dimension d")
 
 
-def _reducer_with_most_kinds(dense, enc):
-    counts: dict[str, set] = {}
+def _encoder_with_most_kinds(dense) -> tuple[str, str]:
+    """(encoder, reducer) that ran the most index kinds; the first such in the grid."""
+    counts: dict[tuple[str, str], set] = {}
     for r in dense:
-        if r["encoder"] == enc:
-            counts.setdefault(r["reduce"], set()).add(r["index"])
-    return max(counts, key=lambda red: len(counts[red])) if counts else ""
+        counts.setdefault((r["encoder"], r["reduce"]), set()).add(r["index"])
+    return max(counts, key=lambda k: len(counts[k])) if counts else ("", "")
 
 
 # ---------------------------------------------------------------- files

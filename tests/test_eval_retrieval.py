@@ -167,10 +167,13 @@ def test_report_sentences_come_from_the_numbers():
         return {"encoder": "e", "reduce": red, "dim": dim, "index": "flat", "retriever": "dense", "ndcg@10": ndcg}
 
     rows = [r("pca", 32, 0.40), r("pca", 64, 0.58), r("pca", 128, 0.60), r("pca", 384, 0.61),
-            r("truncate", 32, 0.30), r("truncate", 64, 0.52), r("truncate", 128, 0.595), r("truncate", 384, 0.61)]
-    # 95% of 0.61 is 0.5795: PCA keeps it at d=64, truncation only at d=128
+            r("truncate", 32, 0.30), r("truncate", 64, 0.52), r("truncate", 128, 0.595), r("truncate", 384, 0.61),
+            r("whiten", 32, 0.50), r("whiten", 64, 0.55), r("whiten", 384, 0.54)]
+    # 95% of the encoder's own full-width 0.61 is 0.5795: PCA keeps it at d=64, truncation only at d=128;
+    # whitening never does, although it keeps 95% of its own (lower) full-width figure at d=32
     keep = keep_sentences(rows)[0]
     assert "d=64 (pca)" in keep and "truncate d=128" in keep
+    assert "whiten never does (best 0.550 at d=64)" in keep
     diverge = divergence_sentences(rows)[0]
     assert "from d=64 down" in diverge and "0.100 at d=32" in diverge and "PCA leads" in diverge
 
