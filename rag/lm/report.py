@@ -120,12 +120,12 @@ def fmt_bytes(n: float) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    head = "| d | params | embedding V·d (share) | tokens seen | val ppl | test ppl | test ppl/word | epoch s | tokens/s | peak mem | MFU |"
+    head = "| d | params | embedding V·d (share) | tokens seen | val ppl | test ppl | test ppl/word | epoch s | tokens/s | peak mem | MFU | device |"
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in sorted(rows, key=lambda r: r["dim"]):
         lines.append(f"| {r['dim']} | {r['params'] / 1e6:.2f}M | {r['embedding_params'] / 1e6:.2f}M ({100 * r['embedding_share']:.0f}%) "
                      f"| {r['tokens_seen']:,} | {r['val_ppl']:.1f} | {r['test_ppl']:.1f} | {r['test_ppl_per_word']:.1f} "
-                     f"| {r['epoch_s']:.0f} | {r['tokens_per_s']:.0f} | {fmt_bytes(r['peak_mem_bytes'])} | {100 * r['mfu']:.1f}% |")
+                     f"| {r['epoch_s']:.0f} | {r['tokens_per_s']:.0f} | {fmt_bytes(r['peak_mem_bytes'])} | {100 * r['mfu']:.1f}% | {r['device']} |")
     return "\n".join(lines)
 
 
@@ -135,8 +135,8 @@ def write_report(rows: list[dict], out_dir: Path, plan: dict) -> Path:
     r0 = rows[0]
     lines = ["# LM d-sweep", "",
              f"Corpus `{r0.get('corpus', '?')}`, V={r0['vocab']}, {r0['layers']} layers, {r0['heads']} heads, "
-             f"context {r0.get('context', '?')}, batch {r0.get('batch', '?')}, tied={r0['tied']}, positions {r0['pos']}, "
-             f"device {r0['device']}.", "",
+             f"context {r0.get('context', '?')}, batch {r0.get('batch', '?')}, tied={r0['tied']}, positions {r0['pos']}; "
+             f"device and precision per row (bf16-head: blocks fp32, head and loss matmuls bf16).", "",
              f"**Budget:** {plan.get('budget_rule', '')}; every d saw {r0['tokens_seen']:,} training tokens "
              f"(one epoch of the train split is {r0.get('train_tokens_per_epoch', 0):,} tokens). "
              f"Measured probe rates (tokens/s): {json.dumps(plan.get('probe_tokens_per_s', {}))}. "
@@ -145,7 +145,7 @@ def write_report(rows: list[dict], out_dir: Path, plan: dict) -> Path:
              f"perplexity are scored on the first {r0.get('eval_tokens', {}).get('valid', '?'):,} / "
              f"{r0.get('eval_tokens', {}).get('test', '?'):,} tokens of each split; per-word perplexity uses the test "
              f"split's tokens per whitespace word ({r0.get('tokens_per_word_test', '?')}). MFU divides achieved FLOP/s "
-             f"by: {r0.get('peak_source', '?')}. Peak memory is {'CUDA max_memory_allocated' if 'cuda' in r0['device'] else 'the peak RSS of the process while training that d (it includes the ' + fmt_bytes(r0.get('mem_baseline_bytes') or 0) + ' the process held before: Python, torch, token ids)'}.",
+             f"by the peak of the row's precision: {'; '.join(sorted({r.get('peak_source', '?') for r in rows}))}. Peak memory is {'CUDA max_memory_allocated' if 'cuda' in r0['device'] else 'the peak RSS of the process while training that d (it includes the ' + fmt_bytes(r0.get('mem_baseline_bytes') or 0) + ' the process held before: Python, torch, token ids)'}.",
              "", table(rows), "", "## Findings", ""]
     lines += [f"- {s}" for s in findings(rows)]
     lines += ["", "## Plots", ""] + [f"![{k}]({v})" for k, v in PLOTS.items()]
