@@ -16,7 +16,7 @@ import os
 import re
 from collections import Counter
 
-from rag.agent.text import content_words, is_injection, neutralise, sentences, words
+from rag.agent.text import content_words, entities, is_injection, neutralise, sentences, words
 from rag.config import RagError
 
 LLM_NAMES = ("extractive", "local", "openai")
@@ -68,6 +68,10 @@ class ExtractiveBackend:
                sub_questions: list[str] | None = None, short: bool = False) -> str:
         """The best sentence for each sub-question (or the question), followed by the sentence after it when the
         answer is not short; then further good sentences up to max_sentences."""
+        if short and not notes:
+            span = self.short_span(question, passages)
+            if span:
+                return span
         picked: list[tuple[str, int]] = []
         calc_only = bool(notes) and not sub_questions  # the calculator answers it; one source sentence suffices
         for target in ([question] if short else sub_questions or [question]):
@@ -86,6 +90,27 @@ class ExtractiveBackend:
         if notes:
             body = (" ".join(notes) + (" " + body if body else "")).strip()
         return body
+
+    def short_span(self, question: str, passages: list[dict], tries: int = 3) -> str | None:
+        """A typed span from the best sentences: a year or date for when-questions, a number for how-many,
+        a named entity absent from the question for who/where/which/what. None when no span fits."""
+        kind = answer_kind(question)
+        if kind is None:
+            return None
+        q_words = set(words(question))
+        for score, sent, n, _ in self.rank_sentences(question, passages)[:tries]:
+            if score <= 0:
+                break
+            if kind == "date":
+                found = _DATE.search(sent) or _YEAR.search(sent)
+            elif kind == "number":
+                found = next((m for m in _NUMBER.finditer(sent) if m.group(0).lower() not in q_words), None)
+            else:
+                found = next((e for e in entities(sent) if not set(words(e)) <= q_words), None)
+            if found:
+                text = found if isinstance(found, str) else found.group(0)
+                return f"{text.strip(' ,.;')} [{n}]"
+        return None
 
     @staticmethod
     def rank_sentences(question: str, passages: list[dict], sub_questions: list[str] | None = None):
@@ -112,6 +137,26 @@ class ExtractiveBackend:
             out.append((score, sent, n, following))
         out.sort(key=lambda s: -s[0])
         return out
+
+
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_DATE = re.compile(rf"\b(?:\d{{1,2}} (?:{_MONTHS}) \d{{4}}|(?:{_MONTHS}) \d{{1,2}}, \d{{4}}|(?:{_MONTHS}) \d{{4}})\b")
+_YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b")
+_NUMBER = re.compile(r"\b\d[\d,.]*(?:\s+(?:million|billion|thousand|hundred|percent|years?|km|miles?|metres|meters|feet|seats|people))?\b")
+
+
+def answer_kind(question: str) -> str | None:
+    """The expected answer type: date, number or entity; None for yes/no and open questions."""
+    q = question.lower().strip()
+    if re.search(r"\b(when|what year|which year|what date|what decade|what century)\b", q):
+        return "date"
+    if re.search(r"\bhow (many|much|long|old|tall|far|high|large)\b|\bwhat (is|was) the population\b", q):
+        return "number"
+    if re.match(r"(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", q):
+        return None  # yes/no: no span to extract, and guessing is not answering
+    if re.search(r"\b(who|whom|whose|where|which|what)\b", q):
+        return "entity"
+    return None
 
 
 def stem(word: str) -> str:
