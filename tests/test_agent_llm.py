@@ -144,3 +144,15 @@ def test_calculator_figures_survive_an_llm_that_drops_them(chat_server, bm25_bui
     result = run_agent("How many parameters does a 50k×768 table have?", llm="openai", retriever_obj=bm25_builtin)
     assert "38,400,000" in result["answer"] and "fairly large" in result["answer"]
     assert result["citations"]
+
+
+def test_extractive_short_answers_extract_a_typed_span():
+    from rag.agent.llm import ExtractiveBackend, answer_kind
+
+    passages = [{"n": 1, "id": "a", "title": "Shirley Temple", "text": "Shirley Temple was born on April 23, 1928 in "
+                 "Santa Monica. She later served as Chief of Protocol of the United States."}]
+    backend = ExtractiveBackend()
+    assert backend.answer("When was Shirley Temple born?", passages, short=True) == "April 23, 1928 [1]"
+    assert backend.answer("Where was Shirley Temple born?", passages, short=True) == "Santa Monica [1]"
+    assert answer_kind("Were Scott Derrickson and Ed Wood of the same nationality?") is None
+    assert answer_kind("How many parameters does it have?") == "number"

@@ -106,7 +106,8 @@ class ExtractiveBackend:
             elif kind == "number":
                 found = next((m for m in _NUMBER.finditer(sent) if m.group(0).lower() not in q_words), None)
             else:
-                found = next((e for e in entities(sent) if not set(words(e)) <= q_words), None)
+                found = next((e for e in entities(sent) if not set(words(e)) <= q_words
+                              and not re.match(rf"(?:{_MONTHS})\b|\d", e)), None)
             if found:
                 text = found if isinstance(found, str) else found.group(0)
                 return f"{text.strip(' ,.;')} [{n}]"
