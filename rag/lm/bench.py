@@ -121,12 +121,12 @@ class BenchRow:
 
 
 def run_bench(dims=(128, 256, 512, 1024), layers=6, heads=8, context=128, batch=16, vocab=10000,
-              threads=2, steps=5, warmup=2, compile: bool = False, progress=None) -> dict:
+              threads=2, steps=5, warmup=2, compile: bool = False, progress=None, peak_seconds: float = 1.5) -> dict:
     """Time reference vs ours at each d; returns {'peak_fp32','peak_bf16','rows':[BenchRow...]}."""
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    peak32 = _matmul_peak("cpu", torch.float32, seconds=1.5) / 1e9
-    peak16 = _matmul_peak("cpu", torch.bfloat16, seconds=1.5) / 1e9 if cpu_has_bf16() else float("nan")
+    peak32 = _matmul_peak("cpu", torch.float32, seconds=peak_seconds) / 1e9
+    peak16 = _matmul_peak("cpu", torch.bfloat16, seconds=peak_seconds) / 1e9 if cpu_has_bf16() else float("nan")
     rows = []
     for d in dims:
         x = torch.randint(0, vocab, (batch, context))
