@@ -99,9 +99,10 @@ def keep_sentences(rows, share: float = KEEP_SHARE) -> list[str]:
         others = [f"{f['reduce']} d={f['dim']}" for f in reached if f is not best]
         others += [f"{f['reduce']} never does (best {f['best_ndcg']:.3f} at d={f['best_dim']})"
                    for f in found if f["dim"] is None]
+        compare = "above" if best["ndcg"] > best["full_ndcg"] else "of"
         out.append(
             f"**{enc}**: d={best['dim']} ({best['reduce']}) keeps {share:.0%} of the full-width nDCG@10 "
-            f"({best['ndcg']:.3f} of {best['full_ndcg']:.3f} at d={best['full_dim']})"
+            f"({best['ndcg']:.3f} {compare} {best['full_ndcg']:.3f} at d={best['full_dim']})"
             + (f"; other reducers: {', '.join(others)}." if others else ".")
         )
     return out
