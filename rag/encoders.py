@@ -148,14 +148,21 @@ def _lm_checkpoint(name: str):
 
 # ---------------------------------------------------------------- registry
 
+def _wbm25(name: str):
+    from rag.eval_variants import _wbm25_encoder  # the evaluation's best SmolLM2 variant
+
+    return _wbm25_encoder(name)
+
+
 _EXACT: dict[str, Callable[[str], Encoder]] = {
     "minilm": _minilm,
     "smollm2-input": _smollm2_encoder,
     "smollm2-input-mean": _smollm2_encoder,
+    "smollm2-input-wbm25": _wbm25,
 }
 _PREFIXES: dict[str, Callable[[str], Encoder]] = {"lm:": _lm_checkpoint}
 ENCODER_NAMES = tuple(_EXACT)
-ENCODER_WIDTHS = {"minilm": 384, "smollm2-input": 576, "smollm2-input-mean": 576}
+ENCODER_WIDTHS = {"minilm": 384, "smollm2-input": 576, "smollm2-input-mean": 576, "smollm2-input-wbm25": 576}
 
 
 def register_encoder(name_or_prefix: str, factory: Callable[[str], Encoder]) -> None:

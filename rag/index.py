@@ -136,11 +136,12 @@ class SearchIndex:
         return self
 
     @classmethod
-    def deserialize(cls, kind: str, data: bytes, dim: int, binary_rescore: int = 0) -> "SearchIndex":
+    def read(cls, kind: str, path: Path, dim: int, binary_rescore: int = 0) -> "SearchIndex":
+        """Read an index file. faiss.read_index, not deserialize_index of the bytes: on SciFact a flat index
+        read this way searched as fast as a freshly built one, a deserialized one ~10% slower."""
         import faiss
 
-        buf = np.frombuffer(data, dtype=np.uint8)
-        index = faiss.deserialize_index_binary(buf) if kind == "binary" else faiss.deserialize_index(buf)
+        index = faiss.read_index_binary(str(path)) if kind == "binary" else faiss.read_index(str(path))
         _set_search_params(kind, index)
         return cls(kind, index, dim, "cpu", binary_rescore).to_device()
 

@@ -107,8 +107,7 @@ def load_index_dir(path: Path, expect: dict | None = None, rebuild: str | None =
                                 f"({str(manifest.get(key))[:16]} ≠ {str(want)[:16]}); rebuild it with: {rebuild}")
     verify_checksums(real, manifest, rebuild)
     try:
-        index = SearchIndex.deserialize(manifest["kind"], (real / "index.faiss").read_bytes(), manifest["dim"],
-                                        binary_rescore=200)
+        index = SearchIndex.read(manifest["kind"], real / "index.faiss", manifest["dim"], binary_rescore=200)
         reducer = Reducer.load(real)
         state = dict(np.load(real / "encoder_state.npz")) if (real / "encoder_state.npz").exists() else {}
         with open(real / "passages.jsonl", encoding="utf-8") as f:
