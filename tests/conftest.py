@@ -47,3 +47,19 @@ def cli():
 
     runner = CliRunner()
     return lambda args: runner.invoke(app, [str(a) for a in args])
+
+
+def _wiki_slice(folder: Path, chars: int = 120_000) -> Path:
+    """A small real corpus: the first `chars` characters of wiki-lm's train split (a quarter for valid/test)."""
+    src = Path(os.environ["RAG_DATA_DIR"]) / "wiki-lm"
+    folder.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "valid", "test"):
+        text = (src / f"wiki.{split}.raw").read_text(encoding="utf-8")
+        (folder / f"wiki.{split}.raw").write_text(text[: chars if split == "train" else chars // 4], encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def wiki_slice(data_dir):
+    """wiki_slice(folder, chars) writes a small real WikiText-layout corpus cut from wiki-lm and returns the folder."""
+    return _wiki_slice

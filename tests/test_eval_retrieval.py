@@ -178,14 +178,13 @@ def test_report_sentences_come_from_the_numbers():
     assert "from d=64 down" in diverge and "0.100 at d=32" in diverge and "PCA leads" in diverge
 
 
-def test_lm_checkpoint_encoder_runs_through_the_registry(tmp_path):
+def test_lm_checkpoint_encoder_runs_through_the_registry(tmp_path, wiki_slice):
     """`--encoders lm:<dir>` with a tiny randomly initialised checkpoint; d wider than it is skipped and said so."""
     import torch
 
     from rag.lm import checkpoint
     from rag.lm.data import prepare
     from rag.lm.model import GPT, GPTConfig
-    from tests.test_lm_data import wiki_slice
 
     tok = prepare(str(wiki_slice(tmp_path / "wiki", 60_000)), 400)
     torch.manual_seed(0)

@@ -4,23 +4,12 @@ import http.server
 import io
 import threading
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from rag.config import RagError, data_dir
+from rag.config import RagError
 from rag.lm.data import prepare, resolve_corpus, train_batch
-
-
-def wiki_slice(folder: Path, chars: int = 120_000) -> Path:
-    """A small real corpus: the first `chars` characters of each wiki-lm split."""
-    src = data_dir() / "wiki-lm"
-    folder.mkdir(parents=True, exist_ok=True)
-    for split in ("train", "valid", "test"):
-        text = (src / f"wiki.{split}.raw").read_text(encoding="utf-8")
-        (folder / f"wiki.{split}.raw").write_text(text[: chars if split == "train" else chars // 4], encoding="utf-8")
-    return folder
 
 
 @pytest.fixture
@@ -37,7 +26,7 @@ def http_server(tmp_path):
     server.shutdown()
 
 
-def test_wikitext2_downloads_when_missing(tmp_path, monkeypatch, http_server):
+def test_wikitext2_downloads_when_missing(tmp_path, monkeypatch, http_server, wiki_slice):
     url, www = http_server
     src = wiki_slice(tmp_path / "src", 60_000)
     buf = io.BytesIO()
@@ -67,7 +56,7 @@ def test_wikitext2_download_failure_is_clear(tmp_path, monkeypatch, http_server)
         resolve_corpus("wikitext-2")
 
 
-def test_missing_split_names_the_file(tmp_path):
+def test_missing_split_names_the_file(tmp_path, wiki_slice):
     folder = wiki_slice(tmp_path / "c", 20_000)
     (folder / "wiki.valid.raw").unlink()
     with pytest.raises(RagError, match=r"missing .*wiki\.valid\.raw"):
@@ -84,7 +73,7 @@ def test_tokens_layout_accepted(tmp_path):
     assert resolve_corpus(str(folder)).files["train"].name == "wiki.train.tokens"
 
 
-def test_corpus_too_small_for_vocab_states_counts(tmp_path, monkeypatch):
+def test_corpus_too_small_for_vocab_states_counts(tmp_path, monkeypatch, wiki_slice):
     monkeypatch.setenv("RAG_CACHE_DIR", str(tmp_path / "cache"))
     folder = wiki_slice(tmp_path / "tiny", 3_000)
     with pytest.raises(RagError, match=r"corpus too small for the vocabulary: the train split \(\d+ words, 3000 "
@@ -92,7 +81,7 @@ def test_corpus_too_small_for_vocab_states_counts(tmp_path, monkeypatch):
         prepare(str(folder), 10000)
 
 
-def test_prepare_tokenizes_once_and_batches_are_reproducible(tmp_path, monkeypatch):
+def test_prepare_tokenizes_once_and_batches_are_reproducible(tmp_path, monkeypatch, wiki_slice):
     monkeypatch.setenv("RAG_CACHE_DIR", str(tmp_path / "cache"))
     folder = wiki_slice(tmp_path / "c", 60_000)
     tok = prepare(str(folder), 500)

@@ -21,19 +21,8 @@ TINY = dict(dim=32, layers=2, heads=2, vocab=500, context=32)
 STEPS, BATCH = 200, 8
 
 
-def wiki_slice(folder: Path, chars: int) -> Path:
-    """A small real corpus: the first `chars` characters of wiki-lm's train split (a quarter for valid/test)."""
-    from rag.config import data_dir
-
-    folder.mkdir(parents=True, exist_ok=True)
-    for split in ("train", "valid", "test"):
-        text = (data_dir() / "wiki-lm" / f"wiki.{split}.raw").read_text(encoding="utf-8")
-        (folder / f"wiki.{split}.raw").write_text(text[: chars if split == "train" else chars // 4], encoding="utf-8")
-    return folder
-
-
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
+def corpus(tmp_path_factory, wiki_slice):
     return wiki_slice(tmp_path_factory.mktemp("wiki") / "slice", 150_000)
 
 
