@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-os.environ.setdefault("RAG_DATA_DIR", str(REPO.parent / "shared" / "data"))
+# Absolute, so that tests that change directory or start subprocesses still find the data (CI passes ../shared/data).
+os.environ["RAG_DATA_DIR"] = str(Path(os.environ.get("RAG_DATA_DIR") or REPO.parent / "shared" / "data").resolve())
 # Embeddings and the dequantized SmolLM2 are cached across tests (and across runs) in .cache/test.
 os.environ["RAG_CACHE_DIR"] = os.environ.get("RAG_TEST_CACHE_DIR") or str(REPO / ".cache" / "test")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
