@@ -89,3 +89,11 @@ def test_rag_help_does_not_import_torch():
            "r = CliRunner().invoke(app, ['--help']); assert r.exit_code == 0; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_invalid_utf8_documents_are_counted_in_the_output(cli, tmp_path):
+    (tmp_path / "good.md").write_text("# Good\n\nEmbedding tables map ids to vectors.")
+    (tmp_path / "bad.txt").write_bytes(b"caf\xe9 \xff\xfe vectors")
+    result = cli(["index", "build", "--corpus", tmp_path, "--dim", 16])
+    assert result.exit_code == 0, result.output
+    assert "1 documents were not valid UTF-8" in result.output
