@@ -130,9 +130,6 @@ class Retriever:
     def encode_queries(self, queries: list[str]) -> np.ndarray:
         return self.loaded.reducer.transform(self.encoder.encode(queries, kind="query"))
 
-    def dense_scores(self, vectors: np.ndarray, k: int) -> list[dict[str, float]]:
-        return self.rows_to_scores(*self.loaded.index.search(vectors, k))
-
     def rows_to_scores(self, scores: np.ndarray, rows: np.ndarray) -> list[dict[str, float]]:
         return [{self.passages[r].id: float(s) for s, r in zip(srow, rrow) if r >= 0} for srow, rrow in zip(scores, rows)]
 
