@@ -81,12 +81,12 @@ def test_over_long_question_is_truncated_with_a_warning(cli, scifact_folder):
     assert "truncated from 15999 to 8000 characters" in result.output
 
 
-def test_rag_help_does_not_import_torch():
+def test_rag_help_imports_neither_torch_nor_faiss():
     import subprocess
     import sys
 
     code = "import sys; from typer.testing import CliRunner; from cli import app; " \
-           "r = CliRunner().invoke(app, ['--help']); assert r.exit_code == 0; print('torch' in sys.modules)"
+           "r = CliRunner().invoke(app, ['--help']); assert r.exit_code == 0; print('torch' in sys.modules or 'faiss' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
