@@ -127,10 +127,9 @@ class TableEncoder:
 
 
 def _smollm2_encoder(name: str) -> TableEncoder:
-    from rag.smollm2 import load_smollm2
+    from rag.smollm2 import load_input_table
 
-    tokenizer, model = load_smollm2()
-    table = model.get_input_embeddings().weight.detach().float().numpy()
+    tokenizer, table = load_input_table()
     return TableEncoder(name, tokenizer, table, pooling="mean" if name.endswith("-mean") else "idf")
 
 

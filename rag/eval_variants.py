@@ -100,10 +100,9 @@ class WhitenedBM25TableEncoder(TableEncoder):
 
 
 def _wbm25_encoder(name: str) -> WhitenedBM25TableEncoder:
-    from rag.smollm2 import load_smollm2
+    from rag.smollm2 import load_input_table
 
-    tokenizer, model = load_smollm2()
-    table = model.get_input_embeddings().weight.detach().float().numpy()
+    tokenizer, table = load_input_table()
     return WhitenedBM25TableEncoder(name, tokenizer, table)
 
 

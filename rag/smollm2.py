@@ -52,3 +52,9 @@ def load_smollm2():
         model = AutoModelForCausalLM.from_pretrained(target)
         model.eval()
         return tokenizer, model
+
+
+def load_input_table():
+    """(tokenizer, input-embedding table as float32 numpy [vocab, 576]): what the table encoders pool."""
+    tokenizer, model = load_smollm2()
+    return tokenizer, model.get_input_embeddings().weight.detach().float().numpy()
