@@ -7,9 +7,8 @@ from pathlib import Path
 import typer
 
 from rag.commands.common import console, err_console, handle_errors, print_json, warn
-from rag.commands.index import CORPUS_HELP, DIM_HELP, ENCODER_HELP, INDEX_HELP, REDUCE_HELP
+from rag.commands.options import CorpusOpt, DimOpt, EncoderOpt, IndexOpt, ReduceOpt, RetrieverOpt
 
-RETRIEVER_HELP = "dense, bm25 or hybrid (min-max fusion of dense and BM25)."
 LLM_HELP = "extractive (no model), local (SmolLM2-135M on the CPU) or openai (RAG_OPENAI_BASE_URL, RAG_OPENAI_MODEL)."
 STEPS_HELP = "Most retrieval rounds (first search, rewrites, second hop); at least 1."
 
@@ -17,12 +16,12 @@ app = typer.Typer(help="The agent: ask questions, evaluate it against single-sho
 
 
 def ask(question: str = typer.Argument(..., help="The question (at most 8,000 characters; longer is truncated)."),
-        corpus: str = typer.Option("builtin", help=CORPUS_HELP),
-        encoder: str = typer.Option("minilm", help=ENCODER_HELP),
-        dim: int = typer.Option(None, help=DIM_HELP),
-        index: str = typer.Option("flat", "--index", help=INDEX_HELP),
-        reduce: str = typer.Option("pca", help=REDUCE_HELP),
-        retriever: str = typer.Option("hybrid", help=RETRIEVER_HELP),
+        corpus: CorpusOpt = "builtin",
+        encoder: EncoderOpt = "minilm",
+        dim: DimOpt = None,
+        index: IndexOpt = "flat",
+        reduce: ReduceOpt = "pca",
+        retriever: RetrieverOpt = "hybrid",
         k: int = typer.Option(5, "-k", help="Passages per search."),
         llm: str = typer.Option("extractive", help=LLM_HELP),
         max_steps: int = typer.Option(4, "--max-steps", help=STEPS_HELP),
@@ -114,11 +113,11 @@ def eval_agent(dataset: str = typer.Option("hotpotqa", help="hotpotqa or squad."
                qrels: Path = typer.Option(None, help="Qrels TSV (query-id, corpus-id, score) to go with --queries."),
                limit: int = typer.Option(None, help="Evaluate only the first N queries."),
                llm: list[str] = typer.Option(["extractive"], help="Backend(s) to evaluate; repeat for several. " + LLM_HELP),
-               encoder: str = typer.Option("minilm", help=ENCODER_HELP),
-               dim: int = typer.Option(None, help=DIM_HELP),
-               index: str = typer.Option("flat", "--index", help=INDEX_HELP),
-               reduce: str = typer.Option("pca", help=REDUCE_HELP),
-               retriever: str = typer.Option("hybrid", help=RETRIEVER_HELP),
+               encoder: EncoderOpt = "minilm",
+               dim: DimOpt = None,
+               index: IndexOpt = "flat",
+               reduce: ReduceOpt = "pca",
+               retriever: RetrieverOpt = "hybrid",
                max_steps: int = typer.Option(4, "--max-steps", help=STEPS_HELP),
                threads: int = typer.Option(None, help="torch CPU threads (1 avoids oversubscription on a busy machine)."),
                out: Path = typer.Option(..., "--out", help="Folder for results.csv, results.json and report.md.")):

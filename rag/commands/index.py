@@ -7,23 +7,17 @@ from pathlib import Path
 import typer
 
 from rag.commands.common import console, handle_errors, print_json, progress_bar, warn
+from rag.commands.options import CorpusOpt, DimOpt, EncoderOpt, IndexOpt, ReduceOpt
 
 app = typer.Typer(help="Build FAISS indexes at any dimension d, and inspect them.", no_args_is_help=True)
 
-CORPUS_HELP = "builtin, scifact, hotpotqa, squad, or a path to a folder of .md/.txt files or a BEIR folder."
-ENCODER_HELP = "minilm (384-d), smollm2-input (576-d, IDF-weighted input-table pooling), smollm2-input-mean, or lm:<checkpoint dir>."
-DIM_HELP = "Embedding dimension d (1..encoder width; default: full width)."
-INDEX_HELP = "flat, ivf-flat, ivf-pq, hnsw, sq8 or binary."
-REDUCE_HELP = "How to reach d: pca, truncate or whiten (fitted on the documents, saved with the index)."
-
-
 @app.command("build")
 @handle_errors
-def build_cmd(corpus: str = typer.Option("builtin", help=CORPUS_HELP),
-              encoder: str = typer.Option("minilm", help=ENCODER_HELP),
-              dim: int = typer.Option(None, help=DIM_HELP),
-              index: str = typer.Option("flat", "--index", help=INDEX_HELP),
-              reduce: str = typer.Option("pca", help=REDUCE_HELP),
+def build_cmd(corpus: CorpusOpt = "builtin",
+              encoder: EncoderOpt = "minilm",
+              dim: DimOpt = None,
+              index: IndexOpt = "flat",
+              reduce: ReduceOpt = "pca",
               as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON.")):
     """Encode the corpus (cached at full width), reduce to d, build the index and store it atomically."""
     from rag.corpus import load_corpus

@@ -5,18 +5,17 @@ from __future__ import annotations
 import typer
 
 from rag.commands.common import console, handle_errors, print_json, progress_bar, warn
-from rag.commands.index import CORPUS_HELP, DIM_HELP, ENCODER_HELP, INDEX_HELP, REDUCE_HELP
+from rag.commands.options import CorpusOpt, DimOpt, EncoderOpt, IndexOpt, ReduceOpt, RetrieverOpt
 
-RETRIEVER_HELP = "dense, bm25 or hybrid (min-max fusion of dense and BM25; the best on SciFact)."
 
 
 def search(question: str = typer.Argument(..., help="The question (at most 8,000 characters)."),
-           corpus: str = typer.Option("builtin", help=CORPUS_HELP),
-           encoder: str = typer.Option("minilm", help=ENCODER_HELP),
-           dim: int = typer.Option(None, help=DIM_HELP),
-           index: str = typer.Option("flat", "--index", help=INDEX_HELP),
-           reduce: str = typer.Option("pca", help=REDUCE_HELP),
-           retriever: str = typer.Option("hybrid", help=RETRIEVER_HELP),
+           corpus: CorpusOpt = "builtin",
+           encoder: EncoderOpt = "minilm",
+           dim: DimOpt = None,
+           index: IndexOpt = "flat",
+           reduce: ReduceOpt = "pca",
+           retriever: RetrieverOpt = "hybrid",
            k: int = typer.Option(5, "-k", help="How many passages."),
            as_json: bool = typer.Option(False, "--json", help="Print {question, passages:[{id,title,source,score,text}]}.")):
     """Retrieve the top-k passages for a question. Builds the index first if it is missing."""
