@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import typer
 
+from rag.config import runtime_environment
+
+runtime_environment()  # before torch or faiss start their thread pools
+
 from rag.commands import agent, bench, corpus, evaluate, index, lm, search, serve
 
 app = typer.Typer(

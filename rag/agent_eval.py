@@ -12,13 +12,16 @@ import csv
 import json
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from rag.agent.llm import check_llm, get_backend
 from rag.agent.text import normalize_answer, strip_citations
-from rag.config import RagError
+from rag.config import RagError, percentile
+from rag.retrieve import RetrievalSettings, Retriever
 
 DATASETS = ("hotpotqa", "squad")
 TOP = 10  # all_gold@10: the first 10 passages count
@@ -84,8 +87,8 @@ def _summarise(name: str, system: str, backend: str, rows: list[dict], qrels: di
             "em": round(float(np.mean([r["em"] for r in with_answers])), 4) if with_answers else None,
             "f1": round(float(np.mean([r["f1"] for r in with_answers])), 4) if with_answers else None,
             "steps_mean": round(float(np.mean([r["steps"] for r in rows])), 3),
-            "latency_ms_p50": round(float(np.percentile(lat, 50)), 1),
-            "latency_ms_p95": round(float(np.percentile(lat, 95)), 1)}
+            "latency_ms_p50": round(percentile(lat, 50), 1),
+            "latency_ms_p95": round(percentile(lat, 95), 1)}
 
 
 def single_shot(retriever, backend, queries, k_context: int = 5, progress=None, name="single-shot") -> list[dict]:
@@ -108,12 +111,12 @@ def single_shot(retriever, backend, queries, k_context: int = 5, progress=None, 
     return rows
 
 
-def agent_runs(retriever, backend, queries, max_steps: int, k: int, progress=None, name="agent") -> list[dict]:
+def agent_runs(retriever, backend, queries, max_steps: int, progress=None, name="agent") -> list[dict]:
     from rag.agent import run_agent
 
     rows = []
     for i, q in enumerate(queries):
-        result = run_agent(q.text, retriever_obj=retriever, backend_obj=backend, max_steps=max_steps, k=k,
+        result = run_agent(q.text, retriever.settings, retriever=retriever, llm=backend, max_steps=max_steps,
                            short_answer=True)
         row = _row(q, [r["id"] for r in result["retrieved"]], result["answer"], result["rounds"],
                    result["timings"]["total_ms"])
@@ -132,15 +135,14 @@ def _row(q, ranked: list[str], answer: str, steps: int, latency_ms: float) -> di
 
 
 def evaluate_agent(dataset: str = "hotpotqa", *, queries_file=None, qrels_file=None, limit: int | None = None,
-                   llms=("extractive",), encoder="minilm", dim=None, index="flat", reduce="pca", retriever="hybrid",
+                   llms=("extractive",), settings: RetrievalSettings | None = None,
                    max_steps: int = 4, k: int = 10, out: Path | str = "results/agent",
                    progress: Callable[[str, int, int], None] | None = None, single_shot_llms=None,
                    threads: int | None = None) -> dict:
     """Run single-shot and agent systems for each backend; write results.csv, results.json, report.md to out.
 
+    settings: the retrieval settings (their corpus is replaced by the dataset; k = hits per search, default 10).
     threads sets torch's CPU threads (1 is much faster for one-query-at-a-time work on a busy machine)."""
-    from rag.agent.graph import open_retriever
-    from rag.agent.llm import LLM_NAMES, get_backend
 
     if threads:
         import torch
@@ -149,10 +151,10 @@ def evaluate_agent(dataset: str = "hotpotqa", *, queries_file=None, qrels_file=N
     if max_steps < 1:
         raise RagError(f"--max-steps must be at least 1 (got {max_steps})")
     for name in llms:
-        if name not in LLM_NAMES:
-            raise RagError(f"unknown llm '{name}'; valid llms: {', '.join(LLM_NAMES)}")
+        check_llm(name)
     corpus, queries, qrels = load_eval_set(dataset, queries_file, qrels_file, limit)
-    r = open_retriever(corpus if isinstance(corpus, str) else corpus, encoder, dim, index, reduce, retriever)
+    settings = replace(settings or RetrievalSettings(), corpus=dataset, k=k).validated()
+    r = Retriever.open(settings, corpus=corpus)
     systems, per_query, warnings = [], {}, []
     for llm in llms:
         try:
@@ -161,16 +163,15 @@ def evaluate_agent(dataset: str = "hotpotqa", *, queries_file=None, qrels_file=N
             warnings.append(f"backend {llm} unavailable ({type(exc).__name__}: {exc}); skipped")
             continue
         for system, runner in (("single-shot", lambda n: single_shot(r, backend, queries, progress=progress, name=n)),
-                               ("agent", lambda n: agent_runs(r, backend, queries, max_steps, k, progress, n))):
+                               ("agent", lambda n: agent_runs(r, backend, queries, max_steps, progress, n))):
             if system == "single-shot" and single_shot_llms is not None and llm not in single_shot_llms:
                 continue
             name = f"{system} ({llm})"
             rows = runner(name)
             systems.append(_summarise(name, system, llm, rows, qrels))
             per_query[name] = rows
-    settings = {"dataset": dataset, "encoder": encoder, "dim": dim, "index": index, "reduce": reduce,
-                "retriever": retriever, "max_steps": max_steps, "k": k, "threads": threads, **r.description}
-    result = {"dataset": dataset, "n_queries": len(queries), "settings": settings, "systems": systems,
+    described = {"dataset": dataset, **settings.as_dict(), "max_steps": max_steps, "threads": threads, **r.description}
+    result = {"dataset": dataset, "n_queries": len(queries), "settings": described, "systems": systems,
               "summary": _summary_lines(systems), "warnings": warnings}
     write_outputs(Path(out), result, per_query)
     return result

@@ -15,15 +15,11 @@ import time
 
 import numpy as np
 
-from rag.config import REPO_DIR
-
-
-def _p(values: list[float], q: float) -> float:
-    return float(np.percentile(values, q)) if values else float("nan")
+from rag.config import REPO_DIR, percentile
 
 
 def _summary(samples: dict[str, list[float]]) -> dict[str, dict]:
-    return {name: {"p50_ms": _p(v, 50), "p95_ms": _p(v, 95), "n": len(v)} for name, v in samples.items()}
+    return {name: {"p50_ms": percentile(v, 50), "p95_ms": percentile(v, 95), "n": len(v)} for name, v in samples.items()}
 
 
 def _langchain_embeddings(retriever):
@@ -49,9 +45,10 @@ def bench_search(corpus: str = "scifact", n_queries: int = 300, k: int = 100, wa
     from langchain_community.vectorstores.utils import DistanceStrategy
     from langchain_core.documents import Document
 
-    from rag.retrieve import Retriever
+    from rag.retrieve import RetrievalSettings, Retriever
 
-    r = Retriever.open(corpus, "minilm", None, "flat", "pca", mode="hybrid", progress=progress)
+    r = Retriever.open(RetrievalSettings(corpus=corpus, encoder="minilm", index="flat", retriever="hybrid"),
+                       progress=progress)
     queries = [q.text for q in r.corpus.queries][:n_queries]
     n = len(r.passages)
     doc_vectors = r.loaded.index.index.reconstruct_n(0, n)

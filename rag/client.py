@@ -5,9 +5,10 @@ from __future__ import annotations
 import httpx
 
 from rag.config import RagError
+from rag.retrieve import RetrievalSettings
 
 
-def _post(url: str, path: str, payload: dict, timeout: float) -> dict:
+def post(url: str, path: str, payload: dict, timeout: float) -> dict:
     endpoint = url.rstrip("/") + path
     try:
         response = httpx.post(endpoint, json=payload, timeout=timeout)
@@ -16,14 +17,14 @@ def _post(url: str, path: str, payload: dict, timeout: float) -> dict:
     except httpx.HTTPError as exc:
         raise RagError(f"cannot reach the server at {url} ({exc.__class__.__name__}); start it with `rag serve` or fix --server") from None
     if response.status_code >= 400:
-        raise RagError(f"server refused the request ({response.status_code}): {_detail(response)}")
+        raise RagError(f"server refused the request ({response.status_code}): {error_detail(response)}")
     try:
         return response.json()
     except ValueError:
         raise RagError(f"the server at {url} sent a reply that is not JSON; is {url} a `rag serve` address?") from None
 
 
-def _detail(response: httpx.Response) -> str:
+def error_detail(response: httpx.Response) -> str:
     try:
         detail = response.json().get("detail")
     except (ValueError, AttributeError):
@@ -31,14 +32,17 @@ def _detail(response: httpx.Response) -> str:
     return str(detail) if detail else response.text[:200]
 
 
-def ask_remote(url: str, payload: dict, timeout: float = 300.0) -> dict:
-    """POST payload ({question, corpus?, encoder?, dim?, index?, llm?, max_steps?}) to URL/ask; the same dict as `ask --json`.
-
-    Raises RagError with the server's message on 4xx/5xx, and when the server cannot be reached.
-    """
-    return _post(url, "/ask", {key: value for key, value in payload.items() if value is not None}, timeout)
+def request_body(question: str, settings: RetrievalSettings, **extra) -> dict:
+    """Every retrieval setting, so the server answers with exactly what the user chose (dim None = full width)."""
+    return {"question": question, **settings.as_dict(), **extra}
 
 
-def search_remote(url: str, payload: dict, timeout: float = 60.0) -> dict:
-    """POST payload ({question, corpus?, encoder?, dim?, index?, retriever?, k?}) to URL/search."""
-    return _post(url, "/search", {key: value for key, value in payload.items() if value is not None}, timeout)
+def ask_remote(url: str, question: str, settings: RetrievalSettings, *, llm: str = "extractive", max_steps: int = 4,
+               timeout: float = 300.0) -> dict:
+    """POST to URL/ask; the same dict as `rag ask --json`. A RagError carries the server's message on 4xx/5xx."""
+    return post(url, "/ask", request_body(question, settings, llm=llm, max_steps=max_steps), timeout)
+
+
+def search_remote(url: str, question: str, settings: RetrievalSettings, timeout: float = 60.0) -> dict:
+    """POST to URL/search; the same dict as `rag search --json`."""
+    return post(url, "/search", request_body(question, settings), timeout)

@@ -15,10 +15,15 @@ from typing import Callable
 
 import numpy as np
 
-import rag.eval_variants  # noqa: F401  (registers the encoder variants this evaluation adds)
 from rag.config import RagError, valid_choice
+from rag.encoders import check_encoder_name, get_encoder
+from rag.encoders.cache import embed_corpus, embedding_cache_dir
+from rag.eval_rows import (BATCH_REPEATS, RUN_DEPTH, WARMUP, bm25_reference, exact_top, hybrid_row, p, timed,
+                           timing_order, to_run, zscore_hybrid_row)
+from rag.index import INDEX_KINDS, build_index, placement
+from rag.reduce import REDUCERS, Reducer
+from rag.retrieve import FUSIONS, RETRIEVERS
 
-RETRIEVERS = ("dense", "bm25", "hybrid")
 DATASETS = ("scifact", "hotpotqa")
 DEFAULT_ENCODERS = ("minilm", "smollm2-input", "smollm2-input-wbm25")
 DEFAULT_DIMS = (32, 64, 128, 256, 384, 576)
@@ -26,9 +31,6 @@ DEFAULT_REDUCERS = ("pca", "truncate", "whiten")
 DEFAULT_ANN_REDUCERS = ("pca",)  # approximate index kinds run with these reducers only (flat runs with all)
 QUICK = {"n_queries": 40, "n_extra_docs": 200, "encoders": ("minilm",), "dims": (32, 128, 384),
          "reducers": ("pca", "truncate")}
-RUN_DEPTH = 100  # documents retrieved per query (Recall@100 needs 100)
-WARMUP = 5
-BATCH_REPEATS = 2
 
 Progress = Callable[[str, int, int], None]  # progress(task description, done, total)
 
@@ -40,14 +42,14 @@ class GridSpec:
     dims: tuple[int, ...] = DEFAULT_DIMS
     reducers: tuple[str, ...] = DEFAULT_REDUCERS
     index_kinds: tuple[str, ...] = ()  # () = every kind in rag.index.INDEX_KINDS
-    retrievers: tuple[str, ...] = RETRIEVERS
+    retrievers: tuple[str, ...] = tuple(RETRIEVERS)
     ann_reducers: tuple[str, ...] = DEFAULT_ANN_REDUCERS  # () = every reducer with every kind
     queries_file: str | None = None
     qrels_file: str | None = None
     quick: bool = False
     timed_queries: int = 100
     hybrid_weight: float = 0.5
-    fusion: str = "minmax"  # see rag.eval_variants.FUSIONS
+    fusion: str = "minmax"  # see rag.retrieve.FUSIONS
     seed: int = 0
 
 
@@ -65,17 +67,12 @@ class EvalData:
 
 def check_spec(spec: GridSpec) -> GridSpec:
     """Validate every name in the spec (raising RagError listing the valid names); fill defaults."""
-    from rag.encoders import check_encoder_name
-    from rag.index import INDEX_KINDS
-
-    from rag.eval_variants import all_reducers
-
     check_dataset(spec.dataset)
     for e in spec.encoders:
         check_encoder_name(e)
     for r in spec.reducers + spec.ann_reducers:
-        valid_choice(r, all_reducers(), "reducer")
-    kinds = spec.index_kinds or INDEX_KINDS
+        valid_choice(r, REDUCERS, "reducer")
+    kinds = spec.index_kinds or tuple(INDEX_KINDS)
     for k in kinds:
         valid_choice(k, INDEX_KINDS, "index kind")
     for r in spec.retrievers:
@@ -86,9 +83,7 @@ def check_spec(spec: GridSpec) -> GridSpec:
         raise RagError(f"--dims must be positive integers, got {list(spec.dims)}")
     if (spec.queries_file is None) != (spec.qrels_file is None) and spec.queries_file is not None:
         raise RagError("--queries needs --qrels with judgments for those queries (BEIR qrels TSV)")
-    from rag.eval_variants import FUSIONS
-
-    valid_choice(spec.fusion, tuple(FUSIONS), "fusion")
+    valid_choice(spec.fusion, FUSIONS, "fusion")
     if spec.timed_queries < 1:
         raise RagError("timed_queries must be at least 1")
     spec.index_kinds = tuple(kinds)
@@ -126,50 +121,18 @@ def load_eval_data(spec: GridSpec) -> EvalData:
         "examples": (check.unknown_query_ids[:3] + check.unknown_doc_ids[:3])})
 
 
-# ---------------------------------------------------------------- timing helpers
-
-def _timed(fn, items, single_thread: bool = False) -> np.ndarray:
-    """Milliseconds of fn(item) for each item. single_thread pins OpenMP/BLAS (FAISS, numpy) to one thread:
-    one query is too small to share, and on a busy machine thread hand-offs add milliseconds of noise."""
-    from contextlib import nullcontext
-
-    from threadpoolctl import threadpool_limits
-
-    out = np.empty(len(items))
-    with threadpool_limits(1) if single_thread else nullcontext():
-        for i, item in enumerate(items):
-            t = time.perf_counter()
-            fn(item)
-            out[i] = (time.perf_counter() - t) * 1e3
-    return out
-
-
-def _timing_order(n_queries: int, n_timed: int) -> list[int]:
-    """Query positions to time one at a time: n_timed of them, cycling through the queries if there are fewer."""
-    return [i % n_queries for i in range(n_timed)]
-
-
-def _p(values: np.ndarray, q: float) -> float:
-    return float(np.percentile(values, q)) if len(values) else float("nan")
-
-
 # ---------------------------------------------------------------- the grid
 
 def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict:
     """Run the whole grid; return {"settings", "data", "rows", "notes", "skipped", "versions", "machine", ...}."""
-    from rag.config import placement
-    from rag.encoders import get_encoder
-    from rag.index import INDEX_KINDS, build_index
     from rag.metrics import all_gold_at_k, ann_recall_at_k, ir_metrics
-
-    from rag.eval_variants import fit_reducer, zscore_hybrid_row
 
     started, cpu_started = time.time(), time.process_time()
     spec = check_spec(spec)
     data = load_eval_data(spec)
     corpus, queries, qrels = data.corpus, data.queries, data.qrels
     q_texts, doc_ids = [q.text for q in queries], [p.id for p in corpus.passages]
-    order = _timing_order(len(queries), spec.timed_queries)
+    order = timing_order(len(queries), spec.timed_queries)
     tick = progress or (lambda *a: None)
     rows, notes, skipped = [], [], []
     kinds = [k for k in INDEX_KINDS if k in spec.index_kinds]
@@ -186,7 +149,7 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
     # ---- BM25 (reference row; also the sparse half of hybrid)
     bm25_runs, bm25_ms, bm25_batch_s = None, None, None
     if {"bm25", "hybrid"} & set(spec.retrievers):
-        bm25_row, bm25_runs, bm25_ms, bm25_batch_s, bm25 = _bm25_reference(corpus, q_texts, queries, order, tick)
+        bm25_row, bm25_runs, bm25_ms, bm25_batch_s, bm25 = bm25_reference(corpus, q_texts, queries, order, tick)
         bm25_row = row(**bm25_row, **score_run(dict(zip([q.id for q in queries], bm25_runs))))
         if "bm25" in spec.retrievers:
             rows.append(bm25_row)
@@ -200,8 +163,6 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
         enc = get_encoder(enc_name)
         load_s = time.perf_counter() - t0
         tick(f"loading {enc_name}", 1, 1)
-        from rag.encoders import embedding_cache_dir, embed_corpus
-
         cached = (embedding_cache_dir(corpus, enc.name) / "vectors.npy").exists()
         t0 = time.perf_counter()
         doc_full = embed_corpus(corpus, enc, progress=lambda n, t: tick(f"encoding {corpus.name} with {enc_name}", n, t))
@@ -209,11 +170,11 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
         q_full = enc.encode(q_texts, kind="query")
         for i in order[:WARMUP]:
             enc.encode([q_texts[i]], kind="query")
-        enc_ms = _timed(lambda i: enc.encode([q_texts[i]], kind="query"), order)
+        enc_ms = timed(lambda i: enc.encode([q_texts[i]], kind="query"), order)
         width = doc_full.shape[1]
         encoder_info[enc_name] = {"width": width, "load_s": round(load_s, 2), "corpus_from_cache": cached,
                                   "encode_corpus_s": round(encode_corpus_s, 2),
-                                  "encode_ms_p50": _p(enc_ms, 50)}
+                                  "encode_ms_p50": p(enc_ms, 50)}
         dims = sorted({d for d in spec.dims if d <= width} | {width})
         wide = [d for d in spec.dims if d > width]
         if wide:
@@ -223,13 +184,13 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
         for reduce in spec.reducers:
             for dim in dims:
                 t0 = time.perf_counter()
-                reducer = fit_reducer(reduce, doc_full, dim)
+                reducer = Reducer.fit(doc_full, dim, reduce)
                 docs = reducer.transform(doc_full)
                 reduce_s = time.perf_counter() - t0
                 qv = reducer.transform(q_full)
-                tr_ms = _timed(lambda i: reducer.transform(q_full[i:i + 1]), order, single_thread=True)
+                tr_ms = timed(lambda i: reducer.transform(q_full[i:i + 1]), order, single_thread=True)
                 encode_ms = enc_ms + tr_ms
-                exact_top10 = _exact_top(qv, docs, 10)  # the reference for ann_recall@10
+                exact_top10 = exact_top(qv, docs, 10)  # the reference for ann_recall@10
                 run_kinds = [k for k in kinds if k == "flat" or not spec.ann_reducers or reduce in spec.ann_reducers]
                 for kind in run_kinds:
                     tick(f"{enc_name} {reduce} d={dim} {kind}", done, n_configs)
@@ -238,27 +199,27 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
                     build_s = reduce_s + time.perf_counter() - t0
                     for i in order[:WARMUP]:
                         index.search(qv[i:i + 1], 10)
-                    search_ms = _timed(lambda i: index.search(qv[i:i + 1], 10), order, single_thread=True)
+                    search_ms = timed(lambda i: index.search(qv[i:i + 1], 10), order, single_thread=True)
                     batch_s = float("inf")
                     for _ in range(BATCH_REPEATS):  # the best of a few: the first call also warms thread pools
                         t0 = time.perf_counter()
                         scores, hits = index.search(qv, RUN_DEPTH)
                         batch_s = min(batch_s, time.perf_counter() - t0)
-                    dense = _to_run(queries, doc_ids, scores, hits)
+                    dense = to_run(queries, doc_ids, scores, hits)
                     nbytes = index.nbytes
                     common = dict(encoder=enc_name, reduce=reduce, dim=dim, index=kind, device=index.device,
-                                  encode_ms_p50=_p(encode_ms, 50), encode_ms_p95=_p(encode_ms, 95),
+                                  encode_ms_p50=p(encode_ms, 50), encode_ms_p95=p(encode_ms, 95),
                                   index_bytes=nbytes, bytes_per_vector=nbytes / len(doc_ids), build_s=build_s)
                     if "dense" in spec.retrievers:
                         ann = ann_recall_at_k(hits, exact_top10, 10)
                         rows.append(row(**common, retriever="dense", **score_run(dense), **{"ann_recall@10": ann},
-                                        search_ms_p50=_p(search_ms, 50), search_ms_p95=_p(search_ms, 95),
+                                        search_ms_p50=p(search_ms, 50), search_ms_p95=p(search_ms, 95),
                                         batch_qps=len(queries) / batch_s))
                     if "hybrid" in spec.retrievers and kind == "flat" and spec.fusion == "zscore":
-                        rows.append(row(**zscore_hybrid_row(common, qv, docs, bm25, q_texts, queries, doc_ids, order,
+                        rows.append(row(**zscorehybrid_row(common, qv, docs, bm25, q_texts, queries, doc_ids, order,
                                                             spec.hybrid_weight, score_run)))
                     elif "hybrid" in spec.retrievers and kind == "flat":
-                        rows.append(row(**_hybrid_row(common, dense, bm25_runs, queries, order, search_ms, bm25_ms,
+                        rows.append(row(**hybrid_row(common, dense, bm25_runs, queries, order, search_ms, bm25_ms,
                                                       batch_s, bm25_batch_s, spec.hybrid_weight, score_run)))
                     done += 1
                     del index
@@ -274,8 +235,6 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
                  f"batch_qps = all {len(queries)} queries in one call for the top {RUN_DEPTH} (best of "
                  f"{BATCH_REPEATS}). build_s = reducer "
                  "fit + index build from cached full-width vectors.")
-    from rag.eval_variants import FUSIONS
-
     notes.append(f"Hybrid = {spec.fusion} fusion, dense weight {spec.hybrid_weight}: {FUSIONS[spec.fusion]}.")
     if data.qrels_check.get("dropped_pairs"):
         c = data.qrels_check
@@ -297,61 +256,6 @@ def _count_configs(spec: GridSpec, kinds: list[str]) -> int:
     per_dim = sum(len([k for k in kinds if k == "flat" or not spec.ann_reducers or r in spec.ann_reducers])
                   for r in spec.reducers)
     return max(1, per_dim * len(spec.encoders) * (len(spec.dims) + 1))
-
-
-def _exact_top(queries: np.ndarray, docs: np.ndarray, k: int) -> np.ndarray:
-    """Row ids of the exact top-k by inner product (what flat search returns)."""
-    scores = queries @ docs.T
-    k = min(k, docs.shape[0])
-    part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-    order = np.argsort(-np.take_along_axis(scores, part, 1), axis=1)
-    return np.take_along_axis(part, order, 1)
-
-
-def _to_run(queries, doc_ids, scores, hits) -> dict[str, dict[str, float]]:
-    return {q.id: {doc_ids[h]: float(s) for s, h in zip(srow, hrow) if h >= 0}
-            for q, srow, hrow in zip(queries, scores, hits)}
-
-
-def _bm25_reference(corpus, q_texts, queries, order, tick):
-    """Build BM25 fresh (timed), run every query, time single queries; return (row fields, runs, per-query ms)."""
-    import tempfile
-
-    from rag.retrieve import BM25
-
-    tick("BM25", 0, 1)
-    t0 = time.perf_counter()
-    bm25 = BM25(corpus.passages)
-    build_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    runs = bm25.search(q_texts, RUN_DEPTH)
-    batch_s = time.perf_counter() - t0
-    for i in order[:WARMUP]:
-        bm25.search([q_texts[i]], 10)
-    ms = _timed(lambda i: bm25.search([q_texts[i]], RUN_DEPTH), order, single_thread=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        bm25.model.save(tmp, show_progress=False)
-        bm25.tokenizer.save_vocab(tmp)
-        nbytes = sum(p.stat().st_size for p in Path(tmp).rglob("*") if p.is_file())
-    fields = dict(encoder="bm25", reduce="", dim="", index="bm25s", retriever="bm25",
-                  search_ms_p50=_p(ms, 50), search_ms_p95=_p(ms, 95), batch_qps=len(queries) / batch_s,
-                  index_bytes=nbytes, bytes_per_vector=nbytes / len(corpus.passages), build_s=build_s)
-    tick("BM25", 1, 1)
-    return fields, runs, ms, batch_s, bm25
-
-
-def _hybrid_row(common, dense, bm25_runs, queries, order, dense_ms, bm25_ms, dense_batch_s, bm25_batch_s, weight,
-                score_run):
-    """Fuse dense and BM25 runs; the latency of one hybrid query is dense + BM25 + fusion."""
-    from rag.retrieve import fuse_minmax
-
-    t0 = time.perf_counter()
-    fused = {q.id: fuse_minmax(dense[q.id], s, weight) for q, s in zip(queries, bm25_runs)}
-    fuse_s = time.perf_counter() - t0
-    fuse_ms = _timed(lambda i: fuse_minmax(dense[queries[i].id], bm25_runs[i], weight), order, single_thread=True)
-    total_ms = dense_ms + bm25_ms + fuse_ms
-    return common | dict(retriever="hybrid", **score_run(fused), search_ms_p50=_p(total_ms, 50),
-                         search_ms_p95=_p(total_ms, 95), batch_qps=len(queries) / (dense_batch_s + bm25_batch_s + fuse_s))
 
 
 def _versions() -> dict:

@@ -28,10 +28,6 @@ DIVERGE_GAP = 0.01  # truncation and PCA "diverge" once nDCG@10 differs by more 
 
 # ---------------------------------------------------------------- selecting rows
 
-def dense_flat(rows):
-    return [r for r in rows if r["retriever"] == "dense" and r["index"] == "flat"]
-
-
 def curves(rows, retriever="dense", index="flat") -> dict[tuple[str, str], list[dict]]:
     """(encoder, reduce) -> rows sorted by d, for one retriever and index kind."""
     out: dict[tuple[str, str], list[dict]] = {}

@@ -1,13 +1,20 @@
-"""The index store: corpus → encoder → reducer → FAISS index → indexes/<corpus>/<name>/, and back.
+"""The index store on disk: corpus → encoder → reducer → FAISS index → indexes/<corpus>/<name>/, and back.
 
 A stored index holds index.faiss, reducer.npz, encoder_state.npz (if the encoder has state, e.g. IDF weights),
 passages.jsonl (what search results show) and manifest.json. Loading refuses an index whose corpus content,
 encoder, d, reducer or kind differs from what is asked, printing the command that rebuilds it.
+
+indexes/<corpus>/<name> is a symlink to indexes/<corpus>/.versions/<name>-<stamp>/. A build writes a new version
+in a temporary folder, fsyncs it, renames it, then swaps the symlink atomically: a reader sees the old index or
+the new one, and a killed build leaves the old one whole.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,13 +22,135 @@ from pathlib import Path
 import numpy as np
 
 from rag import __version__
-from rag.config import RagError, valid_choice
+from rag.config import RagError, index_dir, valid_choice
 from rag.corpus import Corpus, Passage
-from rag.encoders import (REDUCERS, Reducer, cached_embeddings, check_encoder_name, embed_corpus, encoder_width,
-                          get_encoder)
-from rag.index import (INDEX_KINDS, IndexCorrupt, IndexMismatch, IndexMissing, SearchIndex, build_index,
-                       index_name, index_path, read_manifest, rebuild_command, verify_checksums, write_index_dir)
+from rag.encoders import check_encoder_name, encoder_width, get_encoder
+from rag.encoders.cache import cached_embeddings, embed_corpus, slug
+from rag.index import INDEX_KINDS, SearchIndex, build_index
+from rag.reduce import REDUCERS, Reducer
 
+MANIFEST = "manifest.json"
+
+
+class IndexMissing(RagError):
+    pass
+
+
+class IndexMismatch(RagError):
+    pass
+
+
+class IndexCorrupt(RagError):
+    pass
+
+
+# ---------------------------------------------------------------- names and versions
+
+
+def index_name(encoder: str, dim: int, kind: str, reduce: str = "pca") -> str:
+    return f"{slug(encoder)}-d{dim}-{kind}" + ("" if reduce == "pca" else f"-{reduce}")
+
+
+def index_path(corpus_safe_name: str, name: str) -> Path:
+    return index_dir() / corpus_safe_name / name
+
+
+def rebuild_command(corpus_name: str, encoder: str, dim: int, kind: str, reduce: str) -> str:
+    return f"rag index build --corpus {corpus_name} --encoder {encoder} --dim {dim} --index {kind} --reduce {reduce}"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _fsync_tree(folder: Path) -> None:
+    for path in sorted(folder.rglob("*"), reverse=True):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    fd = os.open(folder, os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+
+
+def write_index_dir(target: Path, files: dict[str, bytes], write_extra, manifest: dict) -> Path:
+    """Write files + manifest into a new version folder, fsync, then atomically point `target` at it."""
+    versions = target.parent / ".versions"
+    versions.mkdir(parents=True, exist_ok=True)
+    stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{time.monotonic_ns() % 10**6}"
+    tmp = versions / f".tmp-{target.name}-{stamp}"
+    tmp.mkdir()
+    try:
+        for name, data in files.items():
+            (tmp / name).write_bytes(data)
+        write_extra(tmp)
+        checksums = {p.relative_to(tmp).as_posix(): _sha256(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
+        manifest = {**manifest, "files": checksums, "bytes": sum((tmp / f).stat().st_size for f in checksums)}
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
+        _fsync_tree(tmp)
+        final = versions / f"{target.name}-{stamp}"
+        tmp.rename(final)
+        link_tmp = target.parent / f".link-{target.name}-{stamp}"
+        os.symlink(os.path.relpath(final, target.parent), link_tmp)
+        os.replace(link_tmp, target)  # the atomic swap
+        _fsync_tree_dir(target.parent)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    _prune_versions(versions, target, keep=final)
+    return final
+
+
+def _fsync_tree_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+
+
+def _prune_versions(versions: Path, target: Path, keep: Path) -> None:
+    """Keep the current version and the one before it (a server may still be reading it)."""
+    mine = sorted(p for p in versions.glob(f"{target.name}-*") if p.name[len(target.name) + 1:][:1].isdigit())
+    for old in [p for p in mine if p != keep][:-1]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def read_manifest(path: Path) -> dict:
+    path = Path(path)
+    if not (path / MANIFEST).exists():
+        raise IndexMissing(f"no index at {path}")
+    try:
+        return json.loads((path / MANIFEST).read_text())
+    except json.JSONDecodeError as e:
+        raise IndexCorrupt(f"{path / MANIFEST} is not valid JSON ({e}); rebuild the index") from e
+
+
+def verify_checksums(path: Path, manifest: dict, rebuild: str) -> None:
+    for name, digest in manifest.get("files", {}).items():
+        file = path / name
+        if not file.exists() or _sha256(file) != digest:
+            raise IndexCorrupt(f"index file {file} is missing or fails its sha256 checksum; rebuild with: {rebuild}")
+
+
+def list_indexes() -> list[dict]:
+    """The manifest of every index in the index dir, with its path."""
+    out = []
+    root = index_dir()
+    for link in sorted(root.glob("*/*")):
+        if link.name.startswith(".") or not (link / MANIFEST).exists():
+            continue
+        try:
+            out.append({**read_manifest(link), "path": str(link)})
+        except RagError:
+            continue
+    return out
+
+
+# ---------------------------------------------------------------- build and load
 
 @dataclass
 class LoadedIndex:
@@ -33,11 +162,15 @@ class LoadedIndex:
     encoder_state: dict
 
 
-def check_options(encoder: str, dim: int | None, kind: str, reduce: str) -> int:
-    """Validate the options and return d (default: the encoder's full width)."""
+def check_options(encoder: str, dim: int | None, kind: str, reduce: str, resolve_dim: bool = True) -> int | None:
+    """Validate the options and return d (default: the encoder's full width; None when not resolve_dim)."""
     check_encoder_name(encoder)
     valid_choice(kind, INDEX_KINDS, "index kind")
     valid_choice(reduce, REDUCERS, "reducer")
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int)):
+        raise RagError(f"--dim must be a whole number, got {dim!r}")
+    if not resolve_dim:
+        return dim
     width = encoder_width(encoder)
     dim = width if dim is None else dim
     if not 1 <= dim <= width:
@@ -115,7 +248,3 @@ def load_index_dir(path: Path, expect: dict | None = None, rebuild: str | None =
     except (RuntimeError, ValueError, KeyError, OSError) as e:
         raise IndexCorrupt(f"the index at {path} cannot be read ({e}); rebuild it with: {rebuild}") from e
     return LoadedIndex(manifest, real, index, reducer, passages, state)
-
-
-__all__ = ["LoadedIndex", "build_and_save", "load_index", "load_index_dir", "check_options",
-           "IndexMissing", "IndexMismatch", "IndexCorrupt"]

@@ -15,6 +15,19 @@ os.environ["RAG_CACHE_DIR"] = os.environ.get("RAG_TEST_CACHE_DIR") or str(REPO /
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def wait_until(condition, timeout: float, what: str, poll: float = 0.05):
+    """Poll condition() until it returns something truthy (and return that); fail after timeout seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(poll)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
 @pytest.fixture(autouse=True)
 def index_dir(tmp_path, monkeypatch) -> Path:
     """Every test gets its own empty RAG_INDEX_DIR."""

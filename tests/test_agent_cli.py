@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from rag.commands.agent import app
+from cli import app
 
 runner = CliRunner()
 
@@ -39,8 +39,8 @@ def test_ask_streams_steps_and_prints_a_cited_answer():
     (["ask", ""], "empty"),
     (["ask", "What is d?", "--corpus", "nope"], "corpus"),
     (["ask", "What is d?", "--llm", "gpt-9", "--retriever", "bm25"], "unknown llm"),
-    (["eval-agent", "--dataset", "nq", "--out", "x"], "unknown dataset"),
-    (["eval-agent", "--dataset", "hotpotqa", "--limit", "0", "--out", "x"], "--limit"),
+    (["eval", "agent", "--dataset", "nq", "--out", "x"], "unknown dataset"),
+    (["eval", "agent", "--dataset", "hotpotqa", "--limit", "0", "--out", "x"], "--limit"),
 ])
 def test_bad_input_exits_non_zero_with_one_line(args, message):
     result = invoke(*args)
@@ -50,7 +50,7 @@ def test_bad_input_exits_non_zero_with_one_line(args, message):
 
 def test_eval_agent_writes_results(tmp_path, data_dir):
     out = tmp_path / "agent"
-    result = invoke("eval-agent", "--dataset", "hotpotqa", "--limit", "4", "--retriever", "bm25", "--out", out)
+    result = invoke("eval", "agent", "--dataset", "hotpotqa", "--limit", "4", "--retriever", "bm25", "--out", out)
     assert result.exit_code == 0, result.output
     data = json.loads((out / "results.json").read_text())
     names = [s["name"] for s in data["systems"]]
@@ -70,7 +70,7 @@ def test_eval_agent_reads_queries_and_qrels_files(tmp_path, data_dir):
     qrels = tmp_path / "qrels.tsv"
     qrels.write_text("query-id\tcorpus-id\tscore\nq1\tEd Wood\t1\nq1\tScott Derrickson\t1\n")
     out = tmp_path / "agent"
-    result = invoke("eval-agent", "--dataset", "hotpotqa", "--queries", queries, "--qrels", qrels,
+    result = invoke("eval", "agent", "--dataset", "hotpotqa", "--queries", queries, "--qrels", qrels,
                     "--retriever", "bm25", "--out", out)
     assert result.exit_code == 0, result.output
     data = json.loads((out / "results.json").read_text())

@@ -75,10 +75,10 @@ def test_bad_input_gives_a_one_line_error(cli, args, message):
     assert "Traceback" not in result.output
 
 
-def test_over_long_question_is_truncated_with_a_warning(cli, scifact_folder):
+def test_over_long_question_is_refused_as_over_http(cli, scifact_folder):
     result = cli(["search", "protein " * 2000, "--corpus", scifact_folder, "--retriever", "bm25", "--json"])
-    assert result.exit_code == 0, result.output
-    assert "truncated from 15999 to 8000 characters" in result.output
+    assert result.exit_code == 1
+    assert "the question has 15,999 characters; the limit is 8,000" in result.output and "Traceback" not in result.output
 
 
 def test_rag_help_imports_neither_torch_nor_faiss():

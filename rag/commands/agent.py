@@ -6,63 +6,63 @@ from pathlib import Path
 
 import typer
 
-from rag.commands.common import console, err_console, handle_errors, print_json, warn
-from rag.commands.options import CorpusOpt, DimOpt, EncoderOpt, IndexOpt, ReduceOpt, RetrieverOpt
+from rag.commands.common import console, err_console, handle_errors, print_json, progress_bars, safe, warn
+from rag.commands.options import (DEFAULTS, CorpusOpt, DimOpt, EncoderOpt, FusionOpt, IndexOpt, KOpt, ReduceOpt,
+                                  RetrieverOpt, WeightOpt, settings_from_options)
 
 LLM_HELP = "extractive (no model), local (SmolLM2-135M on the CPU) or openai (RAG_OPENAI_BASE_URL, RAG_OPENAI_MODEL)."
 STEPS_HELP = "Most retrieval rounds (first search, rewrites, second hop); at least 1."
 
-app = typer.Typer(help="The agent: ask questions, evaluate it against single-shot retrieval.", no_args_is_help=True)
 
-
-def ask(question: str = typer.Argument(..., help="The question (at most 8,000 characters; longer is truncated)."),
-        corpus: CorpusOpt = "builtin",
-        encoder: EncoderOpt = "minilm",
-        dim: DimOpt = None,
-        index: IndexOpt = "flat",
-        reduce: ReduceOpt = "pca",
-        retriever: RetrieverOpt = "hybrid",
-        k: int = typer.Option(5, "-k", help="Passages per search."),
+def ask(question: str = typer.Argument(..., help="The question (at most 8,000 characters)."),
+        corpus: CorpusOpt = DEFAULTS.corpus,
+        encoder: EncoderOpt = DEFAULTS.encoder,
+        dim: DimOpt = DEFAULTS.dim,
+        index: IndexOpt = DEFAULTS.index,
+        reduce: ReduceOpt = DEFAULTS.reduce,
+        retriever: RetrieverOpt = DEFAULTS.retriever,
+        k: KOpt = DEFAULTS.k,
+        fusion: FusionOpt = DEFAULTS.fusion,
+        weight: WeightOpt = DEFAULTS.weight,
         llm: str = typer.Option("extractive", help=LLM_HELP),
         max_steps: int = typer.Option(4, "--max-steps", help=STEPS_HELP),
         server: str = typer.Option(None, "--server", help="Send the question to a running `rag serve` at this URL."),
         as_json: bool = typer.Option(False, "--json", help="Print {answer, citations, steps, timings, warnings}.")):
-    """Answer a question with the agent: plan, retrieve, grade, rewrite or hop, answer with [n] citations."""
-    _ask(question, corpus, encoder, dim, index, reduce, retriever, k, llm, max_steps, server, as_json)
+    """Answer a question with the agent: plan, retrieve, grade, rewrite or hop, answer with \\[n] citations."""
+    _ask(question, (corpus, encoder, dim, index, reduce, retriever, k, fusion, weight), llm, max_steps, server, as_json)
 
 
 @handle_errors
-def _ask(question, corpus, encoder, dim, index, reduce, retriever, k, llm, max_steps, server, as_json):
+def _ask(question, options, llm, max_steps, server, as_json):
+    from rag.agent.llm import check_llm
     from rag.config import RagError, check_question
 
-    question, warning = check_question(question)
+    question = check_question(question)
+    check_llm(llm)
     if max_steps < 1:
         raise RagError(f"--max-steps must be at least 1 (got {max_steps})")
-    if k < 1:
-        raise RagError(f"-k must be at least 1 (got {k})")
     if server:
         from rag.client import ask_remote
+        from rag.retrieve import RetrievalSettings
 
-        result = ask_remote(server, {"question": question, "corpus": corpus, "encoder": encoder, "dim": dim,
-                                     "index": index, "llm": llm, "max_steps": max_steps})
+        settings = RetrievalSettings(*options)  # the server validates it against what it allows
+        result = ask_remote(server, question, settings, llm=llm, max_steps=max_steps)
         if not as_json:
             for step in result.get("steps", []):
                 show_step(step)
     else:
         from rag.agent import run_agent
 
-        if warning and not as_json:
-            warn(warning)
+        settings = settings_from_options(*options)
         on_step = None if as_json else show_step
-        result = run_agent(question, corpus=corpus, encoder=encoder, dim=dim, index=index, reduce=reduce,
-                           retriever=retriever, llm=llm, max_steps=max_steps, k=k, on_step=on_step)
+        result = run_agent(question, settings, llm=llm, max_steps=max_steps, on_step=on_step)
     if as_json:
         return print_json(result)
     show_answer(result)
 
 
 def _titles(hits: list[dict], n: int = 3) -> str:
-    return "; ".join(f"{h['title'][:60]} ({h['score']:.2f})" for h in hits[:n]) + (" …" if len(hits) > n else "")
+    return "; ".join(f"{safe(h['title'][:60])} ({h['score']:.2f})" for h in hits[:n]) + (" …" if len(hits) > n else "")
 
 
 def show_step(step: dict) -> None:
@@ -72,26 +72,26 @@ def show_step(step: dict) -> None:
     if node == "analyze":
         line = f"[bold cyan]analyze[/]  {step['mode']}"
         if step.get("sub_questions"):
-            line += "  sub-questions: " + " | ".join(step["sub_questions"])
+            line += "  sub-questions: " + " | ".join(safe(q) for q in step["sub_questions"])
         if step.get("calculator"):
-            line += f"\n         calculator: {step['calculator']}"
+            line += f"\n         calculator: {safe(step['calculator'])}"
     elif node == "retrieve":
-        line = (f"[bold cyan]retrieve[/] round {step['round']}: " + " | ".join(f"“{q[:80]}”" for q in step["queries"])
+        line = (f"[bold cyan]retrieve[/] round {step['round']}: " + " | ".join(f"“{safe(q[:80])}”" for q in step["queries"])
                 + f"\n         {step['new']} new: {_titles(step['hits'])}")
     elif node == "grade":
         kept = step["kept"]
         line = f"[bold cyan]grade[/]    kept {len(kept)}, dropped {step['dropped']} (by {step['judged_by']})"
         if kept:
-            line += ": " + ", ".join(k["id"] for k in kept[:4]) + (" …" if len(kept) > 4 else "")
+            line += ": " + ", ".join(safe(k["id"]) for k in kept[:4]) + (" …" if len(kept) > 4 else "")
     elif node == "rewrite":
-        line = f"[bold yellow]rewrite[/]  {step['reason']} → “{step['query']}”"
+        line = f"[bold yellow]rewrite[/]  {safe(step['reason'])} → “{safe(step['query'])}”"
     elif node == "hop":
-        line = (f"[bold magenta]hop[/]      from {', '.join(step['from']) or 'nothing'} → "
-                + " | ".join(f"“{q[:80]}”" for q in step["queries"]))
+        line = (f"[bold magenta]hop[/]      from {safe(', '.join(step['from'])) or 'nothing'} → "
+                + " | ".join(f"“{safe(q[:80])}”" for q in step["queries"]))
     elif node == "answer":
         line = f"[bold green]answer[/]   by {step['backend']}, citing {len(step['citations'])} passages"
     else:
-        line = f"[bold]{node}[/]"
+        line = f"[bold]{safe(node)}[/]"
     err_console.print(f"{line}  {ms}", highlight=False)
     for w in step.get("warnings", []) + ([step["warning"]] if step.get("warning") else []):
         warn(w)
@@ -100,9 +100,10 @@ def show_step(step: dict) -> None:
 def show_answer(result: dict) -> None:
     from rich.panel import Panel
 
-    console.print(Panel(result["answer"], title="answer", expand=False), highlight=False)
+    console.print(Panel(safe(result["answer"]), title="answer", expand=False), highlight=False)
     for c in result["citations"]:
-        console.print(f"  [{c['n']}] {c['title']}  [dim]{c['id']} · score {c['score']:.3f}[/]", highlight=False)
+        console.print(f"  \\[{c['n']}] {safe(c['title'])}  [dim]{safe(c['id'])} · score {c['score']:.3f}[/]",
+                      highlight=False)
     t = result.get("timings", {})
     if "total_ms" in t:
         console.print(f"[dim]{t['total_ms']:.0f} ms in total[/]")
@@ -113,37 +114,30 @@ def eval_agent(dataset: str = typer.Option("hotpotqa", help="hotpotqa or squad."
                qrels: Path = typer.Option(None, help="Qrels TSV (query-id, corpus-id, score) to go with --queries."),
                limit: int = typer.Option(None, help="Evaluate only the first N queries."),
                llm: list[str] = typer.Option(["extractive"], help="Backend(s) to evaluate; repeat for several. " + LLM_HELP),
-               encoder: EncoderOpt = "minilm",
-               dim: DimOpt = None,
-               index: IndexOpt = "flat",
-               reduce: ReduceOpt = "pca",
-               retriever: RetrieverOpt = "hybrid",
+               encoder: EncoderOpt = DEFAULTS.encoder,
+               dim: DimOpt = DEFAULTS.dim,
+               index: IndexOpt = DEFAULTS.index,
+               reduce: ReduceOpt = DEFAULTS.reduce,
+               retriever: RetrieverOpt = DEFAULTS.retriever,
+               k: KOpt = 10,
                max_steps: int = typer.Option(4, "--max-steps", help=STEPS_HELP),
                threads: int = typer.Option(None, help="torch CPU threads (1 avoids oversubscription on a busy machine)."),
                out: Path = typer.Option(..., "--out", help="Folder for results.csv, results.json and report.md.")):
     """Agent vs single-shot top-10 retrieval: all_gold@10 (HotpotQA), answer EM/F1, steps, latency p50/p95."""
-    _eval_agent(dataset, queries, qrels, limit, llm, encoder, dim, index, reduce, retriever, max_steps, threads, out)
+    _eval_agent(dataset, queries, qrels, limit, llm, (dataset, encoder, dim, index, reduce, retriever, k), max_steps,
+                threads, out)
 
 
 @handle_errors
-def _eval_agent(dataset, queries, qrels, limit, llm, encoder, dim, index, reduce, retriever, max_steps, threads, out):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+def _eval_agent(dataset, queries, qrels, limit, llm, options, max_steps, threads, out):
     from rag.agent_eval import evaluate_agent
+    from rag.retrieve import RetrievalSettings
 
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=err_console)
-    tasks: dict[str, int] = {}
-
-    def progress(name: str, done: int, total: int) -> None:
-        if name not in tasks:
-            tasks[name] = bar.add_task(name, total=total)
-        bar.update(tasks[name], completed=done, total=total)
-
-    with bar:
+    settings = RetrievalSettings(*options)
+    with progress_bars() as progress:
         result = evaluate_agent(dataset, queries_file=queries, qrels_file=qrels, limit=limit, llms=list(llm),
-                                encoder=encoder, dim=dim, index=index, reduce=reduce, retriever=retriever,
-                                max_steps=max_steps, out=out, progress=progress, threads=threads)
+                                settings=settings, k=settings.k, max_steps=max_steps, out=out, progress=progress,
+                                threads=threads)
     from rich.table import Table
 
     table = Table(title=f"{dataset}: agent vs single-shot ({result['n_queries']} queries)")
@@ -161,6 +155,3 @@ def _eval_agent(dataset, queries, qrels, limit, llm, encoder, dim, index, reduce
         console.print(line, highlight=False)
     console.print(f"[dim]wrote {out}/results.csv, results.json, report.md[/]")
 
-
-app.command("ask")(ask)
-app.command("eval-agent")(eval_agent)

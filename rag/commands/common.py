@@ -1,28 +1,39 @@
-"""What every command shares: consoles, one-line errors, progress bars and JSON output."""
+"""What every command shares: the consoles, safe text, one-line errors, progress and JSON output."""
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 import sys
+import time
 from contextlib import contextmanager
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from rag.config import RagError
 
 console = Console()
 err_console = Console(stderr=True)
 
+CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def safe(text) -> str:
+    """User or document text made safe to print: terminal escape sequences and control characters removed,
+    rich markup escaped (so `[x]`, `[/b]` and `[1]` print as written)."""
+    return escape(CONTROL.sub("", str(text)))
+
 
 def fail(message: str, code: int = 1):
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {safe(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
 def warn(message: str) -> None:
-    err_console.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[yellow]warning:[/] {safe(message)}", highlight=False, soft_wrap=True)
 
 
 def handle_errors(func):
@@ -45,30 +56,58 @@ def print_json(obj) -> None:
     sys.stdout.flush()
 
 
-@contextmanager
-def progress_bar(description: str, enabled: bool = True):
-    """Yield a progress(done, total) callback that draws a rich bar on stderr from its first call on.
+class PlainProgress:
+    """Progress for logs (stderr is not a terminal): one plain line when a stage starts, every 25%, and at its end."""
 
-    Nothing is drawn when the work never reports progress (e.g. the index was already built) or when disabled.
+    def __init__(self):
+        self.started: dict[str, float] = {}
+        self.shown: dict[str, int] = {}
+
+    def __call__(self, name: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if name not in self.started:
+            self.started[name], self.shown[name] = now, -1
+        quarter = 4 * done // max(total, 1)
+        if quarter > self.shown[name]:
+            self.shown[name] = quarter
+            elapsed = now - self.started[name]
+            err_console.print(f"{safe(name)}: {done:,}/{total:,} ({elapsed:.1f} s)", highlight=False)
+
+
+@contextmanager
+def progress_bars(enabled: bool = True):
+    """Yield a progress(name, done, total) callback: one rich bar per name on a terminal, plain lines in logs.
+
+    Nothing is drawn for work that never reports progress, or when disabled.
     """
     if not enabled:
         yield None
+        return
+    if not err_console.is_terminal:
+        yield PlainProgress()
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    TimeRemainingColumn(), console=err_console)
-    task = None
+    tasks: dict[str, int] = {}
 
-    def update(done: int, total: int) -> None:
-        nonlocal task
-        if task is None:
+    def update(name: str, done: int, total: int) -> None:
+        if not tasks:
             bar.start()
-            task = bar.add_task(description, total=total)
-        bar.update(task, completed=done, total=total)
+        if name not in tasks:
+            tasks[name] = bar.add_task(safe(name), total=total)
+        bar.update(tasks[name], completed=done, total=total)
 
     try:
         yield update
     finally:
-        if task is not None:
+        if tasks:
             bar.stop()
+
+
+@contextmanager
+def progress_bar(description: str, enabled: bool = True):
+    """Yield a progress(done, total) callback for one stage (see progress_bars)."""
+    with progress_bars(enabled) as bars:
+        yield (lambda done, total: bars(description, done, total)) if bars else None

@@ -7,14 +7,12 @@ from typing import Optional
 
 import typer
 
-app = typer.Typer(help="Evaluate retrieval and the agent on real benchmarks.", no_args_is_help=True)
+from rag.commands.common import console, handle_errors, progress_bars, safe
+from rag.commands.options import FusionOpt, choices_help
+from rag.index import INDEX_KINDS
+from rag.retrieve import RETRIEVERS
 
 INCOMPLETE = ".incomplete"  # marker left in --out while a run is in progress; a re-run may resume there
-
-
-@app.callback()
-def _group() -> None:
-    """Evaluations: `retrieval` sweeps encoder × d × reducer × index kind × retriever."""
 
 
 def _names(value: str) -> tuple[str, ...]:
@@ -52,7 +50,6 @@ def prepare_out_dir(out: Path, overwrite: bool) -> str | None:
     return note
 
 
-@app.command("retrieval")
 def retrieval(
     dataset: str = typer.Option("scifact", help="scifact, hotpotqa, or a BEIR-layout folder"),
     encoders: Optional[str] = typer.Option(
@@ -63,45 +60,30 @@ def retrieval(
                    "with --quick: 32,128,384)"),
     reduce: Optional[str] = typer.Option(
         None, help="reducers; the flat index runs with each (default: pca,truncate,whiten; with --quick: pca,truncate)"),
-    index: str = typer.Option("flat,ivf-flat,ivf-pq,hnsw,sq8,binary", help="FAISS index kinds"),
-    retriever: str = typer.Option("dense,bm25,hybrid", help="retrievers: dense, bm25, hybrid"),
+    index: str = typer.Option(",".join(INDEX_KINDS), help="FAISS index kinds: " + choices_help(INDEX_KINDS)),
+    retriever: str = typer.Option(",".join(RETRIEVERS), help="retrievers: " + choices_help(RETRIEVERS)),
     ann_reduce: str = typer.Option("pca", help="reducers that also run the approximate kinds ('all' = every one)"),
     queries: Optional[Path] = typer.Option(None, help="another query set over the same corpus (BEIR queries.jsonl)"),
     qrels: Optional[Path] = typer.Option(None, help="qrels for --queries (BEIR TSV: query-id, corpus-id, score)"),
     quick: bool = typer.Option(False, help="small grid on a subset (CI): 40 queries, their documents + 200 others"),
     hybrid_weight: float = typer.Option(0.5, help="weight of the dense side in the fusion"),
-    fusion: str = typer.Option("minmax", help="hybrid fusion: minmax (top-100 candidates, as rag.retrieve) or "
-                                              "zscore (z-scores over every document)"),
+    fusion: FusionOpt = "minmax",
     timed_queries: int = typer.Option(100, help="single queries timed for the latency percentiles"),
     out: Path = typer.Option(..., help="folder for results.csv, results.json, report.md and the plots"),
     overwrite: bool = typer.Option(False, help="replace the files in a non-empty --out"),
 ) -> None:
     """Retrieval quality, latency and index size against embedding dimension d."""
-    from rich.console import Console
-
-    from rag.config import RagError
-
-    err = Console(stderr=True)
-    try:
-        _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries, qrels, quick, hybrid_weight,
-             fusion, timed_queries, out, overwrite)
-    except RagError as e:
-        err.print(f"error: {e}", style="red", markup=False, highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+    _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries, qrels, quick, hybrid_weight,
+         fusion, timed_queries, out, overwrite)
 
 
+@handle_errors
 def _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries, qrels, quick, hybrid_weight,
          fusion, timed_queries, out, overwrite) -> None:
-    import time
-
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from rag.evaluate import DEFAULT_DIMS, DEFAULT_ENCODERS, DEFAULT_REDUCERS, QUICK, GridSpec, check_spec, \
         run_retrieval_grid
     from rag.report import write_report
 
-    console = Console()
     enc_names = _names(encoders) if encoders is not None else QUICK["encoders"] if quick else DEFAULT_ENCODERS
     dim_list = _dims(dims) if dims is not None else QUICK["dims"] if quick else DEFAULT_DIMS
     reducers = _names(reduce) if reduce is not None else QUICK["reducers"] if quick else DEFAULT_REDUCERS
@@ -114,19 +96,9 @@ def _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries,
     note = prepare_out_dir(out, overwrite)
     if note:
         console.print(f"[yellow]{note}[/yellow]")
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=False) as bars:
-        tasks: dict[str, int] = {}
-
-        def progress(what: str, done: int, total: int) -> None:
-            key = "grid" if what.split(" ")[0] in spec.encoders or what == "done" else what
-            if not console.is_terminal and (key == "grid" or done in (0, total)):  # a log file: one line a step
-                console.print(f"{time.strftime('%H:%M:%S')} [{done}/{total}] {what}", markup=False, highlight=False)
-            label = "grid" if key == "grid" else what
-            if key not in tasks:
-                tasks[key] = bars.add_task(label, total=total)
-            bars.update(tasks[key], completed=done, total=total,
-                        description=f"grid: {what}" if key == "grid" else what)
+    with progress_bars() as bars:
+        def progress(what: str, done: int, total: int) -> None:  # one bar for the grid, one per other stage
+            bars("grid" if what.split(" ")[0] in spec.encoders or what == "done" else what, done, total)
 
         result = run_retrieval_grid(spec, progress=progress)
     paths = write_report(result, out)
@@ -150,8 +122,8 @@ def _print_summary(console, result: dict, paths: dict) -> None:
                                       "search_ms_p50")))
     console.print(table)
     for s in keep_sentences(rows):
-        console.print(s.replace("**", ""))
+        console.print(safe(s.replace("**", "")), highlight=False)
     for note in result["notes"]:
-        console.print(f"note: {note}")
+        console.print(f"note: {safe(note)}", highlight=False)
     console.print(f"{len(rows)} rows in {result['elapsed_s']:.0f} s; wrote {paths['report.md'].parent}/ "
                   f"({', '.join(paths)})")

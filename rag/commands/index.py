@@ -6,18 +6,18 @@ from pathlib import Path
 
 import typer
 
-from rag.commands.common import console, handle_errors, print_json, progress_bar, warn
-from rag.commands.options import CorpusOpt, DimOpt, EncoderOpt, IndexOpt, ReduceOpt
+from rag.commands.common import console, handle_errors, print_json, progress_bar, safe, warn
+from rag.commands.options import DEFAULTS, CorpusOpt, DimOpt, EncoderOpt, IndexOpt, ReduceOpt
 
 app = typer.Typer(help="Build FAISS indexes at any dimension d, and inspect them.", no_args_is_help=True)
 
 @app.command("build")
 @handle_errors
-def build_cmd(corpus: CorpusOpt = "builtin",
-              encoder: EncoderOpt = "minilm",
-              dim: DimOpt = None,
-              index: IndexOpt = "flat",
-              reduce: ReduceOpt = "pca",
+def build_cmd(corpus: CorpusOpt = DEFAULTS.corpus,
+              encoder: EncoderOpt = DEFAULTS.encoder,
+              dim: DimOpt = DEFAULTS.dim,
+              index: IndexOpt = DEFAULTS.index,
+              reduce: ReduceOpt = DEFAULTS.reduce,
               as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON.")):
     """Encode the corpus (cached at full width), reduce to d, build the index and store it atomically."""
     from rag.corpus import load_corpus
@@ -32,7 +32,7 @@ def build_cmd(corpus: CorpusOpt = "builtin",
     manifest["invalid_utf8"] = c.invalid_utf8
     if as_json:
         return print_json(manifest)
-    console.print(f"[green]built[/] {manifest['path']}: {manifest['vectors']} vectors, d={manifest['dim']}, "
+    console.print(f"[green]built[/] {safe(manifest['path'])}: {manifest['vectors']} vectors, d={manifest['dim']}, "
                   f"{manifest['kind']}, {manifest['index_bytes']:,} bytes ({manifest['bytes_per_vector']:.1f} B/vector), "
                   f"{manifest['build_s']:.2f} s on {manifest['device']}")
 
@@ -43,7 +43,7 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="Machine-readabl
     """Every stored index with its corpus, encoder, d, kind and size."""
     from rich.table import Table
 
-    from rag.index import list_indexes
+    from rag.store import list_indexes
 
     rows = list_indexes()
     if as_json:
@@ -53,8 +53,8 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="Machine-readabl
         return
     table = Table("corpus", "encoder", "d", "kind", "reduce", "vectors", "bytes", "device", "path")
     for m in rows:
-        table.add_row(m["corpus"], m["encoder"], str(m["dim"]), m["kind"], m["reduce"], str(m["vectors"]),
-                      f"{m['bytes']:,}", m["device"], m["path"])
+        table.add_row(*(safe(m[key]) for key in ("corpus", "encoder", "dim", "kind", "reduce", "vectors")),
+                      f"{m['bytes']:,}", safe(m["device"]), safe(m["path"]))
     console.print(table)
 
 
@@ -64,7 +64,7 @@ def info_cmd(target: str = typer.Argument(..., help="An index folder, or a name 
              as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
     """Show one index's manifest and verify its checksums."""
     from rag.config import RagError, index_dir
-    from rag.index import read_manifest, verify_checksums
+    from rag.store import read_manifest, verify_checksums
 
     path = Path(target)
     if not (path / "manifest.json").exists():
@@ -80,5 +80,5 @@ def info_cmd(target: str = typer.Argument(..., help="An index folder, or a name 
         return print_json(manifest)
     for key, value in manifest.items():
         if key != "files":
-            console.print(f"[bold]{key}[/]: {value}")
-    console.print(f"[bold]files[/]: {', '.join(manifest['files'])} (sha256 verified)")
+            console.print(f"[bold]{safe(key)}[/]: {safe(value)}", highlight=False)
+    console.print(f"[bold]files[/]: {safe(', '.join(manifest['files']))} (sha256 verified)", highlight=False)

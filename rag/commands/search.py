@@ -4,44 +4,42 @@ from __future__ import annotations
 
 import typer
 
-from rag.commands.common import console, handle_errors, print_json, progress_bar, warn
-from rag.commands.options import CorpusOpt, DimOpt, EncoderOpt, IndexOpt, ReduceOpt, RetrieverOpt
-
+from rag.commands.common import console, handle_errors, print_json, progress_bar, safe
+from rag.commands.options import (DEFAULTS, CorpusOpt, DimOpt, EncoderOpt, FusionOpt, IndexOpt, KOpt, ReduceOpt,
+                                  RetrieverOpt, WeightOpt, settings_from_options)
 
 
 def search(question: str = typer.Argument(..., help="The question (at most 8,000 characters)."),
-           corpus: CorpusOpt = "builtin",
-           encoder: EncoderOpt = "minilm",
-           dim: DimOpt = None,
-           index: IndexOpt = "flat",
-           reduce: ReduceOpt = "pca",
-           retriever: RetrieverOpt = "hybrid",
-           k: int = typer.Option(5, "-k", help="How many passages."),
+           corpus: CorpusOpt = DEFAULTS.corpus,
+           encoder: EncoderOpt = DEFAULTS.encoder,
+           dim: DimOpt = DEFAULTS.dim,
+           index: IndexOpt = DEFAULTS.index,
+           reduce: ReduceOpt = DEFAULTS.reduce,
+           retriever: RetrieverOpt = DEFAULTS.retriever,
+           k: KOpt = DEFAULTS.k,
+           fusion: FusionOpt = DEFAULTS.fusion,
+           weight: WeightOpt = DEFAULTS.weight,
            as_json: bool = typer.Option(False, "--json", help="Print {question, passages:[{id,title,source,score,text}]}.")):
     """Retrieve the top-k passages for a question. Builds the index first if it is missing."""
-    _search(question, corpus, encoder, dim, index, reduce, retriever, k, as_json)
+    _search(question, (corpus, encoder, dim, index, reduce, retriever, k, fusion, weight), as_json)
 
 
 @handle_errors
-def _search(question, corpus, encoder, dim, index, reduce, retriever, k, as_json):
-    from rag.config import RagError, check_question
-    from rag.retrieve import Retriever
+def _search(question, options, as_json):
+    from rag.config import check_question
+    from rag.retrieve import open_retriever
 
-    question, warning = check_question(question)
-    if warning:
-        warn(warning)
-    if k < 1:
-        raise RagError("-k must be at least 1")
-    with progress_bar(f"building the {index} index (first use): encoding", enabled=not as_json) as progress:
-        r = Retriever.open(corpus, encoder, dim, index, reduce, mode=retriever, progress=progress)
-    hits = r.search(question, k)
+    question = check_question(question)
+    settings = settings_from_options(*options)
+    with progress_bar(f"building the {settings.index} index (first use): encoding", enabled=not as_json) as progress:
+        r = open_retriever(settings, progress=progress)
+    hits = r.search(question)
     if as_json:
-        return print_json({"question": question, "passages": [h.as_dict() for h in hits], **r.description,
-                           "timings_ms": r.timings})
+        return print_json(r.result(question, hits))
     d = r.description
-    console.print(f"[dim]{d['retriever']} retrieval over {d['corpus']} · {d['encoder'] or ''} d={d['dim'] or '-'} "
+    console.print(f"[dim]{d['retriever']} retrieval over {safe(d['corpus'])} · {d['encoder'] or ''} d={d['dim'] or '-'} "
                   f"{d['index'] or ''} · {r.timings['total_ms']:.1f} ms[/]")
     for n, h in enumerate(hits, 1):
         snippet = h.passage.text[:300] + ("…" if len(h.passage.text) > 300 else "")
-        console.print(f"\n[bold]{n}. {h.passage.title}[/]  [dim]{h.passage.source} · score {h.score:.3f}[/]\n{snippet}",
-                      highlight=False)
+        console.print(f"\n[bold]{n}. {safe(h.passage.title)}[/]  [dim]{safe(h.passage.source)} · score {h.score:.3f}[/]"
+                      f"\n{safe(snippet)}", highlight=False)

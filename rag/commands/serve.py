@@ -11,12 +11,11 @@ import time
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(help="The HTTP service and its load check.", no_args_is_help=True)
-console = Console()
-err_console = Console(stderr=True)
+from rag.commands.common import console, err_console
+from rag.config import percentile
+
 
 BENCH_QUESTIONS = [
     "What does the embedding dimension control?",
@@ -32,7 +31,6 @@ BENCH_QUESTIONS = [
 ]
 
 
-@app.command("serve")
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address to bind; the default accepts local connections only."),
     port: int = typer.Option(8000, min=0, max=65535, help="TCP port (0 picks a free one)."),
@@ -83,10 +81,10 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def start_server_process(port: int, log_path: Path, extra_args: list[str] | None = None, env: dict | None = None) -> subprocess.Popen:
     """Start `rag serve` as a child process on 127.0.0.1:port; its output goes to log_path."""
-    cmd = [sys.executable, "-m", "rag.commands.serve", "serve", "--host", "127.0.0.1", "--port", str(port),
+    repo = Path(__file__).resolve().parents[2]
+    cmd = [sys.executable, str(repo / "cli.py"), "serve", "--host", "127.0.0.1", "--port", str(port),
            "--log-level", "warning", *(extra_args or [])]
     log = open(log_path, "wb")
-    repo = Path(__file__).resolve().parents[2]
     child_env = {**os.environ, **(env or {})}
     child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), child_env.get("PYTHONPATH")]))
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=child_env, start_new_session=True)
@@ -171,11 +169,10 @@ def summarise(path: str, results: list[tuple[float, int | str]], wall_s: float, 
     latencies = np.array([ms for ms, _ in results])
     errors = [outcome for _, outcome in results if outcome != 200]
     return {"endpoint": path, "mode": mode, "requests": len(results), "errors": len(errors), "error_kinds": sorted({str(e) for e in errors}),
-            "p50_ms": float(np.percentile(latencies, 50)), "p95_ms": float(np.percentile(latencies, 95)),
+            "p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95),
             "max_ms": float(latencies.max()), "wall_s": wall_s, "rps": len(results) / wall_s}
 
 
-@app.command("bench-serve")
 def bench_serve(
     requests: int = typer.Option(50, "--requests", "-n", min=1, help="Concurrent requests per endpoint."),
     sequential: int = typer.Option(10, min=0, help="Requests sent one at a time first, as the single-request baseline."),
@@ -272,6 +269,3 @@ def _print_rows(rows: list[dict], settings: dict) -> None:
             console.print(f"{r['server']} vs {first}, {r['endpoint']} {r['mode']}: p50 x{r['p50_ms'] / ref['p50_ms']:.2f}, "
                           f"p95 x{r['p95_ms'] / ref['p95_ms']:.2f}, throughput x{r['rps'] / ref['rps']:.2f}")
 
-
-if __name__ == "__main__":
-    app()

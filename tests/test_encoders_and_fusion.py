@@ -1,8 +1,8 @@
-"""Variants the retrieval evaluation adds: the SmolLM2 token-whitened BM25-pooled encoder, z-score fusion."""
+"""The SmolLM2 token-whitened BM25-pooled encoder, z-score fusion, and the encoder registry."""
 import numpy as np
 import pytest
 
-from rag.eval_variants import zscore_fuse
+from rag.retrieve import zscore_fuse
 
 
 def test_zscore_fusion_matches_hand_computation():
@@ -17,7 +17,7 @@ def test_zscore_fusion_matches_hand_computation():
 
 
 def _ndcg(encoder, corpus):
-    from rag.encoders import document_text
+    from rag.encoders.base import document_text
     from rag.metrics import ir_metrics
 
     if hasattr(encoder, "fit"):
@@ -47,7 +47,7 @@ def test_whitened_bm25_table_encoder_beats_mean_pooling(scifact_small):
 
 def test_whitened_encoder_refuses_to_encode_before_fit():
     from rag.config import RagError
-    from rag.eval_variants import WhitenedBM25TableEncoder
+    from rag.encoders.tables import WhitenedBM25TableEncoder
 
     class Tok:
         def encode(self, text, add_special_tokens=False):
@@ -56,3 +56,15 @@ def test_whitened_encoder_refuses_to_encode_before_fit():
     enc = WhitenedBM25TableEncoder("w", Tok(), np.eye(4, dtype=np.float32))
     with pytest.raises(RagError, match="fit it on the documents"):
         enc.encode(["x"])
+
+
+def test_the_registry_knows_every_encoder_once_and_refuses_unknown_names():
+    from rag.config import RagError
+    from rag.encoders import ENCODER_NAMES, encoder_spec, encoder_width
+
+    assert encoder_width("minilm") == 384 and encoder_width("smollm2-input-wbm25") == 576
+    assert encoder_spec("lm:/some/run").name == "lm:"
+    assert len(set(ENCODER_NAMES)) == len(ENCODER_NAMES)
+    for bad in ("nope", "lm:", "minilm2"):
+        with pytest.raises(RagError, match="valid encoders: minilm, smollm2-input"):
+            encoder_spec(bad)

@@ -1,0 +1,89 @@
+"""The encoder layer: every encoder, declared once in ENCODERS, loaded by name.
+
+- `base`: the interface (`encode(texts, kind) -> float32 [n, dim]`, `.name`, `.dim`) and shared helpers.
+- `minilm`: all-MiniLM-L6-v2 (384-d), a sentence-transformer run through transformers.
+- `tables`: pooled rows of an input-embedding table: SmolLM2's (576-d) and our own LMs' (`lm:<run dir>`).
+- `cache`: full-width document vectors, encoded once per (corpus content, encoder).
+
+Reaching a lower d (pca, truncate, whiten, ...) is the next layer up, rag.reduce.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable
+
+from rag.config import RagError, runtime_environment
+from rag.encoders.base import Encoder
+
+
+def load_minilm(name: str) -> Encoder:
+    from rag.encoders.minilm import MiniLMEncoder
+
+    return MiniLMEncoder(name)
+
+
+def load_smollm2_table(name: str) -> Encoder:
+    from rag.encoders.tables import load_smollm2_table_encoder
+
+    return load_smollm2_table_encoder(name)
+
+
+def load_lm_table(name: str) -> Encoder:
+    from rag.encoders.tables import load_lm_table_encoder
+
+    return load_lm_table_encoder(name)
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    name: str  # an exact name, or a prefix ending in ':' whose loader receives the full name
+    width: int | None  # full output width; None = known only once loaded
+    load: Callable[[str], Encoder]
+    help: str
+
+
+ENCODERS: dict[str, EncoderSpec] = {s.name: s for s in (
+    EncoderSpec("minilm", 384, load_minilm, "all-MiniLM-L6-v2 sentence-transformer (384-d)"),
+    EncoderSpec("smollm2-input", 576, load_smollm2_table, "SmolLM2 input-embedding table, IDF-weighted pooling (576-d)"),
+    EncoderSpec("smollm2-input-mean", 576, load_smollm2_table, "SmolLM2 input-embedding table, mean pooling (576-d)"),
+    EncoderSpec("smollm2-input-wbm25", 576, load_smollm2_table,
+                "SmolLM2 input table, token-whitened, BM25-weighted pooling (576-d)"),
+    EncoderSpec("lm:", None, load_lm_table, "the input table of a model from rag lm train (#idf: IDF pooling)"),
+)}
+ENCODER_NAMES = tuple(n for n in ENCODERS if not n.endswith(":"))
+
+
+def encoder_spec(name: str) -> EncoderSpec:
+    """The registry entry for a name, or a RagError listing the valid names."""
+    if name in ENCODERS and not name.endswith(":"):
+        return ENCODERS[name]
+    for prefix, spec in ENCODERS.items():
+        if prefix.endswith(":") and name.startswith(prefix) and len(name) > len(prefix):
+            return spec
+    valid = [n if not n.endswith(":") else f"{n}<checkpoint dir>" for n in ENCODERS]
+    raise RagError(f"unknown encoder '{name}'; valid encoders: {', '.join(valid)}")
+
+
+def check_encoder_name(name: str) -> str:
+    encoder_spec(name)
+    return name
+
+
+def encoder_help() -> str:
+    """One line per encoder, for --help texts and the HTTP schema."""
+    return "; ".join(f"{s.name}{'<run dir>' if s.name.endswith(':') else ''}: {s.help}" for s in ENCODERS.values())
+
+
+@lru_cache(maxsize=8)
+def get_encoder(name: str) -> Encoder:
+    """The encoder for a name, loaded once per process."""
+    spec = encoder_spec(name)
+    runtime_environment()
+    return spec.load(name)
+
+
+def encoder_width(name: str) -> int:
+    """The encoder's full width, without loading the model when the registry knows it."""
+    return encoder_spec(name).width or get_encoder(name).dim

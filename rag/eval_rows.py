@@ -1,0 +1,109 @@
+"""The evaluation's measured rows: timing helpers, the BM25 reference row and the hybrid rows.
+
+rag.evaluate runs the grid; this module times single queries and batches the same way for every row.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import nullcontext
+from pathlib import Path
+
+import numpy as np
+
+from rag.config import percentile
+from rag.retrieve import BM25, fuse_minmax, zscore_fuse
+
+RUN_DEPTH = 100  # documents retrieved per query (Recall@100 needs 100)
+WARMUP = 5
+BATCH_REPEATS = 2
+
+
+def timed(fn, items, single_thread: bool = False) -> np.ndarray:
+    """Milliseconds of fn(item) for each item. single_thread pins OpenMP/BLAS (FAISS, numpy) to one thread:
+    one query is too small to share, and on a busy machine thread hand-offs add milliseconds of noise."""
+    from threadpoolctl import threadpool_limits
+
+    out = np.empty(len(items))
+    with threadpool_limits(1) if single_thread else nullcontext():
+        for i, item in enumerate(items):
+            t = time.perf_counter()
+            fn(item)
+            out[i] = (time.perf_counter() - t) * 1e3
+    return out
+
+
+def timing_order(n_queries: int, n_timed: int) -> list[int]:
+    """Query positions to time one at a time: n_timed of them, cycling through the queries if there are fewer."""
+    return [i % n_queries for i in range(n_timed)]
+
+
+p = percentile
+
+
+def exact_top(queries: np.ndarray, docs: np.ndarray, k: int) -> np.ndarray:
+    """Row ids of the exact top-k by inner product (what flat search returns)."""
+    scores = queries @ docs.T
+    k = min(k, docs.shape[0])
+    part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    order = np.argsort(-np.take_along_axis(scores, part, 1), axis=1)
+    return np.take_along_axis(part, order, 1)
+
+
+def to_run(queries, doc_ids, scores, hits) -> dict[str, dict[str, float]]:
+    return {q.id: {doc_ids[h]: float(s) for s, h in zip(srow, hrow) if h >= 0}
+            for q, srow, hrow in zip(queries, scores, hits)}
+
+
+def bm25_reference(corpus, q_texts, queries, order, tick):
+    """Build BM25 fresh (timed), run every query, time single queries; return (row fields, runs, per-query ms)."""
+    import tempfile
+
+    tick("BM25", 0, 1)
+    t0 = time.perf_counter()
+    bm25 = BM25(corpus.passages)
+    build_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    runs = bm25.search(q_texts, RUN_DEPTH)
+    batch_s = time.perf_counter() - t0
+    for i in order[:WARMUP]:
+        bm25.search([q_texts[i]], 10)
+    ms = timed(lambda i: bm25.search([q_texts[i]], RUN_DEPTH), order, single_thread=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        bm25.model.save(tmp, show_progress=False)
+        bm25.tokenizer.save_vocab(tmp)
+        nbytes = sum(p.stat().st_size for p in Path(tmp).rglob("*") if p.is_file())
+    fields = dict(encoder="bm25", reduce="", dim="", index="bm25s", retriever="bm25",
+                  search_ms_p50=p(ms, 50), search_ms_p95=p(ms, 95), batch_qps=len(queries) / batch_s,
+                  index_bytes=nbytes, bytes_per_vector=nbytes / len(corpus.passages), build_s=build_s)
+    tick("BM25", 1, 1)
+    return fields, runs, ms, batch_s, bm25
+
+
+def hybrid_row(common, dense, bm25_runs, queries, order, dense_ms, bm25_ms, dense_batch_s, bm25_batch_s, weight,
+                score_run):
+    """Fuse dense and BM25 runs; the latency of one hybrid query is dense + BM25 + fusion."""
+    t0 = time.perf_counter()
+    fused = {q.id: fuse_minmax(dense[q.id], s, weight) for q, s in zip(queries, bm25_runs)}
+    fuse_s = time.perf_counter() - t0
+    fuse_ms = timed(lambda i: fuse_minmax(dense[queries[i].id], bm25_runs[i], weight), order, single_thread=True)
+    total_ms = dense_ms + bm25_ms + fuse_ms
+    return common | dict(retriever="hybrid", **score_run(fused), search_ms_p50=p(total_ms, 50),
+                         search_ms_p95=p(total_ms, 95), batch_qps=len(queries) / (dense_batch_s + bm25_batch_s + fuse_s))
+
+
+def zscore_hybrid_row(common, qv, docs, bm25, q_texts, queries, doc_ids, order, weight, score_run):
+    """Z-score fusion over every document; one hybrid query = full dense scores + full BM25 scores + fusion."""
+    def one(i):
+        fused = zscore_fuse(qv[i:i + 1] @ docs.T, bm25.full_scores([q_texts[i]]), weight)[0]
+        return np.argpartition(-fused, 10)[:10]
+
+    t0 = time.perf_counter()
+    fused = zscore_fuse(qv @ docs.T, bm25.full_scores(q_texts), weight)
+    top = np.argsort(-fused, axis=1)[:, :RUN_DEPTH]
+    batch_s = time.perf_counter() - t0
+    run = {q.id: {doc_ids[j]: float(fused[i, j]) for j in top[i]} for i, q in enumerate(queries)}
+    for i in order[:WARMUP]:
+        one(i)
+    ms = timed(one, order, single_thread=True)
+    return common | dict(retriever="hybrid", **score_run(run), search_ms_p50=p(ms, 50), search_ms_p95=p(ms, 95),
+                         batch_qps=len(queries) / batch_s)
