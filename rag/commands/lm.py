@@ -45,50 +45,80 @@ def training_bars(enabled: bool = True):
 
 
 def _base(corpus, dim, layers, heads, vocab, context, tie, pos, epochs, tokens, minutes, batch, lr, seed, threads,
-          precision, compile, eval_tokens, resume, out, slices=4):
+          precision, compile, eval_tokens, resume, out, slices=4, init="gpt2"):
+    from rag.config import RagError
     from rag.lm.sweep import default_base
 
+    for name, value in (("--epochs", epochs), ("--minutes", minutes), ("--lr", lr)):
+        if value is not None and not value > 0:
+            raise RagError(f"{name} must be greater than 0, got {value:g}")
     return default_base(corpus=corpus, dim=dim, layers=layers, heads=heads, vocab=vocab, context=context, tie=tie,
                         pos=pos, epochs=epochs, tokens=tokens, minutes=minutes, batch=batch, lr=lr, seed=seed,
-                        threads=threads, precision=precision, compile=compile,
+                        threads=threads, precision=precision, compile=compile, init=init,
                         eval_tokens=eval_tokens or None, resume=resume, out=out, slices=slices)
 
 
 def _row_line(r: dict) -> str:
-    return (f"d={r['dim']}: params {r['params']:,} (embedding {r['embedding_params']:,}), val ppl {r['val_ppl']:.2f}, "
-            f"test ppl {r['test_ppl']:.2f} (per word {r['test_ppl_per_word']:.1f}), {r['tokens_per_s']:.0f} tok/s, "
-            f"peak mem {r['peak_mem_bytes'] / 2**20:.0f} MiB, MFU {100 * r['mfu']:.1f}%")
+    b = r.get("baselines", {})
+    base = (f"; baselines test ppl: unigram {b['unigram']['test_ppl']:.0f}, bigram {b['bigram']['test_ppl']:.1f}, "
+            f"trigram {b['trigram']['test_ppl']:.1f}") if b else ""
+    bf16 = f", {100 * r['mfu_bf16']:.1f}% of bf16 peak" if r.get("mfu_bf16") is not None else ""
+    return (f"d={r['dim']}: params {r['params']:,} (embedding {r['embedding_params']:,}), {r['tokens_seen']:,} tokens, "
+            f"val ppl {r['val_ppl']:.2f}, test ppl {r['test_ppl']:.2f} ({r['test_bpb']:.3f} bits/byte){base}; "
+            f"{r['tokens_per_s']:.0f} tok/s, peak mem {r['peak_mem_bytes'] / 2**20:.0f} MiB, "
+            f"MFU {100 * r['mfu_fp32']:.1f}% of fp32 peak{bf16}")
+
+
+def _positive_out(out: str) -> str:
+    from pathlib import Path
+
+    from rag.config import RagError
+
+    if Path(out).exists() and not Path(out).is_dir():
+        raise RagError(f"--out {out} is a file; give a folder")
+    return out
+
+
+TOKENS_HELP = "Training token budget (token-matched)."
+PRECISION_HELP = "auto (GPU: bf16; AMX CPU: bf16 from d=256, bf16 head below), fp32, bf16, bf16-head."
+INIT_HELP = "gpt2: weights ~ N(0, 0.02); scaled: N(0, 1/sqrt(d))."
 
 
 @app.command("train")
 @handle_errors
 def train_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
-              dim: int = typer.Option(256, help="Embedding dimension d."),
-              layers: int = typer.Option(6), heads: int = typer.Option(8),
-              vocab: int = typer.Option(10000, help="BPE vocabulary size V."),
-              context: int = typer.Option(128, help="Context length T."),
+              dim: int = typer.Option(256, min=1, help="Embedding dimension d."),
+              layers: int = typer.Option(6, min=1), heads: int = typer.Option(8, min=1),
+              vocab: int = typer.Option(10000, min=257, max=65535, help="BPE vocabulary size V."),
+              context: int = typer.Option(128, min=2, help="Context length T."),
               tie: bool = typer.Option(True, "--tie/--no-tie", help="Tie the output head to the input embedding."),
               pos: str = typer.Option("learned", help="learned, sinusoidal or rope."),
+              init: str = typer.Option("gpt2", help=INIT_HELP),
               epochs: float = typer.Option(None, help="Passes over the train split (default 1 if no budget is given)."),
-              tokens: int = typer.Option(None, help="Training token budget."),
+              tokens: int = typer.Option(None, min=1, help=TOKENS_HELP),
               minutes: float = typer.Option(None, help="Time budget (converted to steps from a measured rate)."),
-              batch: int = typer.Option(16), lr: float = typer.Option(None, help="Peak LR (default 2e-3·sqrt(128/d))."),
-              seed: int = typer.Option(1337), threads: int = typer.Option(None, help="torch threads (default: all)."),
-              precision: str = typer.Option("auto", help="auto (GPU: bf16; AMX CPU: bf16 from d=256, bf16 head below), fp32, bf16, bf16-head."),
+              batch: int = typer.Option(16, min=1), lr: float = typer.Option(None, help="Peak LR (default 2e-3·sqrt(128/d))."),
+              seed: int = typer.Option(1337), threads: int = typer.Option(None, min=1, help="torch threads (default: all)."),
+              precision: str = typer.Option("auto", help=PRECISION_HELP),
               compile: str = typer.Option("auto", help="torch.compile: auto (GPU only), on, off."),
-              eval_tokens: int = typer.Option(32768, help="Valid/test tokens scored at the end (0: whole split)."),
-              slices: int = typer.Option(4, help="Checkpoints per run (at least one per epoch)."),
+              eval_tokens: int = typer.Option(32768, min=0, help="Valid/test tokens scored at the end (0: whole split)."),
+              slices: int = typer.Option(4, min=1, help="Checkpoints per run (at least one per epoch)."),
               resume: bool = typer.Option(False, "--resume", help="Continue the run in --out after a kill."),
               out: str = typer.Option(..., help="Run directory (checkpoints, curve, result.json)."),
               as_json: bool = typer.Option(False, "--json", help="Print the result row as JSON.")):
-    """Train one model and print its figures."""
+    """Train one model and print its figures next to the unigram/bigram/trigram baselines."""
+    from rag.lm.sweep import check_out
     from rag.lm.train import train
 
     cfg = _base(corpus, dim, layers, heads, vocab, context, tie, pos, epochs, tokens, minutes, batch, lr, seed,
-                threads, precision, compile, eval_tokens, resume, out, slices)
+                threads, precision, compile, eval_tokens, resume, _positive_out(out), slices, init)
     import os
+    from pathlib import Path
 
     main_rank = int(os.environ.get("RANK", 0)) == 0  # under torchrun only rank 0 talks
+    if main_rank:
+        cfg.model.check()
+        check_out(Path(out))
     with training_bars(not as_json and main_rank) as progress:
         result = train(cfg, progress=progress)
     if not main_rank:
@@ -105,35 +135,107 @@ def train_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
 @handle_errors
 def sweep_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
               dims: str = typer.Option("128,256,512,1024", help="Comma-separated list of d."),
-              layers: int = typer.Option(6), heads: int = typer.Option(8), vocab: int = typer.Option(10000),
-              context: int = typer.Option(128), tie: bool = typer.Option(True, "--tie/--no-tie"),
-              pos: str = typer.Option("learned"),
-              epochs: float = typer.Option(None, help="Passes over the train split for every d."),
-              tokens: int = typer.Option(None, help="Training tokens for every d (default: sized to --minutes)."),
-              minutes: float = typer.Option(25.0, help="Whole-sweep time budget used to size the equal token budget."),
-              batch: int = typer.Option(16), lr: float = typer.Option(None), seed: int = typer.Option(1337),
-              threads: int = typer.Option(None), precision: str = typer.Option("auto"),
-              compile: str = typer.Option("auto"),
-              eval_tokens: int = typer.Option(16384, help="Valid/test tokens scored per d (0: whole split)."),
+              layers: int = typer.Option(6, min=1), heads: int = typer.Option(8, min=1),
+              vocab: int = typer.Option(10000, min=257, max=65535),
+              context: int = typer.Option(128, min=2), tie: bool = typer.Option(True, "--tie/--no-tie"),
+              pos: str = typer.Option("learned"), init: str = typer.Option("gpt2", help=INIT_HELP),
+              budget: str = typer.Option("auto", help="compute (same training FLOPs per d; default on CPU) or "
+                                                       "tokens (same tokens/epochs per d; default on GPU)."),
+              minutes: float = typer.Option(None, help="compute budget: size the FLOPs per d so the sweep fits this "
+                                                       "(default 25)."),
+              flops: float = typer.Option(None, min=1, help="compute budget: training FLOPs per d, given directly."),
+              epochs: float = typer.Option(None, help="tokens budget: passes over the train split for every d (default 1)."),
+              tokens: int = typer.Option(None, min=1, help="tokens budget: training tokens for every d."),
+              batch: int = typer.Option(16, min=1), lr: float = typer.Option(None, help="Peak LR (default 2e-3·sqrt(128/d))."),
+              seed: int = typer.Option(1337), threads: int = typer.Option(None, min=1),
+              precision: str = typer.Option("auto", help=PRECISION_HELP), compile: str = typer.Option("auto"),
+              eval_tokens: int = typer.Option(16384, min=0, help="Valid/test tokens scored per d (0: whole split)."),
+              slices: int = typer.Option(8, min=1, help="Validation points (and checkpoints) per d."),
               resume: bool = typer.Option(False, "--resume", help="Skip finished d, resume the interrupted one."),
+              yes: bool = typer.Option(False, "--yes", help="Run even if the estimate exceeds two hours."),
               out: str = typer.Option("results/lm", help="Sweep directory (one run folder per d)."),
               as_json: bool = typer.Option(False, "--json")):
-    """Train every d with the same token budget; write results.csv, results.json, report.md and PNGs."""
-    from rag.lm.sweep import parse_dims, run_sweep
+    """Train every d under one budget; write results.csv/json, report.md and PNGs, baselines included."""
+    from rag.config import RagError
+    from rag.lm.stats import budget_title
+    from rag.lm.sweep import parse_dims, resolve_budget, run_sweep
 
+    mode = resolve_budget(budget)
+    if mode == "tokens" and minutes is not None:
+        raise RagError("--minutes sizes a compute budget; with --budget tokens give --tokens or --epochs "
+                       "(or use --budget compute --minutes N)")
+    if mode == "compute" and (tokens is not None or epochs is not None):
+        raise RagError("--tokens/--epochs give a token budget; add --budget tokens, or use --minutes/--flops "
+                       "for a compute budget")
+    if mode == "compute" and minutes is None and flops is None:
+        minutes = 25.0
     dim_list = parse_dims(dims)
-    cfg = _base(corpus, dim_list[0], layers, heads, vocab, context, tie, pos, epochs, tokens, None, batch, lr, seed,
-                threads, precision, compile, eval_tokens, resume, out)
-    if not as_json:
-        console.print(f"sweep d={dim_list} on {corpus}; budget: "
-                      f"{tokens or ('%s epochs' % epochs if epochs else f'sized to fit {minutes} min')}")
+    cfg = _base(corpus, dim_list[0], layers, heads, vocab, context, tie, pos, epochs, tokens, minutes, batch, lr, seed,
+                threads, precision, compile, eval_tokens, resume, _positive_out(out), slices, init)
+
+    def confirm(plan: dict) -> bool:
+        err_console.print(f"estimated time: {plan['estimated_s'] / 3600:.1f} h ({plan['budget_rule']})")
+        return yes
+
     with training_bars(not as_json) as progress:
-        summary = run_sweep(cfg, dim_list, out, minutes=minutes, progress=progress,
-                            on_result=None if as_json else lambda r: console.print(_row_line(r)))
+        summary = run_sweep(cfg, dim_list, out, minutes=minutes, progress=progress, budget=mode, flops=flops,
+                            confirm=confirm, on_result=None if as_json else lambda r: console.print(_row_line(r)))
     if as_json:
         return print_json(summary)
-    console.print(f"{summary['plan']['tokens_per_d'] or 'epoch budget'} tokens per d; sweep took "
-                  f"{summary['plan']['sweep_s'] / 60:.1f} min; report: {summary['report']}")
+    console.print(f"{budget_title(summary['plan'])}; sweep took {summary['plan']['sweep_s'] / 60:.1f} min; "
+                  f"report: {summary['report']}")
+
+
+@app.command("report")
+@handle_errors
+def report_cmd(out: str = typer.Option("results/lm", help="A sweep directory."),
+               lr_scan: str = typer.Option(None, help="An lr-scan directory to include."),
+               init_run: str = typer.Option(None, help="A run of the smallest d with the other --init, to compare.")):
+    """Redraw report.md, the tables and the plots of a (finished or partial) sweep."""
+    from pathlib import Path
+
+    from rag.lm.report import write_report
+    from rag.lm.sweep import load_sweep, write_tables
+
+    rows, plan = load_sweep(out)
+    write_tables(rows, Path(out), plan)
+    console.print(f"report: {write_report(rows, Path(out), plan, lr_scan=lr_scan, init_run=init_run)}")
+
+
+@app.command("lr-scan")
+@handle_errors
+def lr_scan_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
+                dims: str = typer.Option("128,1024", help="Comma-separated d (smallest and largest of the sweep)."),
+                factors: str = typer.Option("0.5,1,2", help="Multiples of the default LR rule 2e-3·sqrt(128/d)."),
+                flops: float = typer.Option(None, min=1, help="Training FLOPs per run (compute-matched across d)."),
+                tokens: int = typer.Option(None, min=1, help="Training tokens per run (instead of --flops)."),
+                batch: int = typer.Option(16, min=1), threads: int = typer.Option(None, min=1),
+                init: str = typer.Option("gpt2", help=INIT_HELP),
+                eval_tokens: int = typer.Option(16384, min=0), seed: int = typer.Option(1337),
+                out: str = typer.Option("results/lm_lr", help="Scan directory (resumable: finished runs are kept)."),
+                as_json: bool = typer.Option(False, "--json")):
+    """Short runs at a few learning rates per d: is the default rule within 10% of the best loss found?"""
+    from rag.config import RagError
+    from rag.lm.lrscan import run_scan
+    from rag.lm.sweep import parse_dims
+
+    if (flops is None) == (tokens is None):
+        raise RagError("give exactly one of --flops or --tokens for each scan run")
+    try:
+        mults = [float(x) for x in factors.split(",") if x.strip()]
+    except ValueError as exc:
+        raise RagError(f"--factors must be comma-separated numbers like 0.5,1,2, got {factors!r}") from exc
+    if not mults or min(mults) <= 0:
+        raise RagError(f"--factors must be positive, got {factors!r}")
+    cfg = _base(corpus, 128, 6, 8, 10000, 128, True, "learned", None, None, None, batch, None, seed, threads, "auto",
+                "auto", eval_tokens, False, _positive_out(out), 4, init)
+    with training_bars(not as_json) as progress:
+        scan = run_scan(cfg, parse_dims(dims), mults, out, flops=flops, tokens=tokens, progress=progress)
+    if as_json:
+        return print_json(scan)
+    for line in scan["verdicts"]:
+        console.print(line)
+    console.print(f"scan: {scan['report']}")
 
 
 @app.command("info")

@@ -53,9 +53,24 @@ def save(run: Path, model, optimizer, state: dict) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def read_json(path: Path, fresh: str) -> dict:
+    """A JSON file the run wrote; a corrupt one raises one line naming it and how to start fresh."""
+    try:
+        value = json.loads(Path(path).read_text())
+        if not isinstance(value, dict):
+            raise ValueError("not a JSON object")
+        return value
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RagError(f"{path} is corrupt ({str(exc).splitlines()[0]}); {fresh}") from exc
+
+
+def fresh_hint(run: Path) -> str:
+    return f"delete {run} (or pick another --out) to start fresh"
+
+
 def read_state(run: Path) -> dict | None:
     path = ckpt_dir(run) / "state.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    return read_json(path, fresh_hint(run)) if path.exists() else None
 
 
 def check_shape(saved: dict, wanted: dict, run: Path) -> None:
@@ -70,8 +85,13 @@ def load_weights(model, folder: Path) -> None:
     """Load folder/model.safetensors into model (a tied model has no separate head tensor)."""
     from safetensors.torch import load_file
 
-    weights = load_file(str(Path(folder) / "model.safetensors"))
-    model.load_state_dict(weights, strict=not model.cfg.tie)
+    path = Path(folder) / "model.safetensors"
+    try:
+        weights = load_file(str(path))
+        model.load_state_dict(weights, strict=not model.cfg.tie)
+    except Exception as exc:  # safetensors raises its own error types for truncated or garbled files
+        raise RagError(f"{path} is corrupt or does not fit the model ({str(exc).splitlines()[0][:120]}); "
+                       f"{fresh_hint(Path(folder).parent)}") from exc
 
 
 def load_optimizer(optimizer, run: Path) -> None:
@@ -79,7 +99,10 @@ def load_optimizer(optimizer, run: Path) -> None:
 
     path = ckpt_dir(run) / "optimizer.pt"
     if path.exists():
-        optimizer.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+        try:
+            optimizer.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+        except Exception as exc:  # truncated zip, pickle errors, mismatched groups
+            raise RagError(f"{path} is corrupt ({str(exc).splitlines()[0][:120]}); {fresh_hint(run)}") from exc
 
 
 def read_curve(run: Path) -> list[dict]:
@@ -112,8 +135,12 @@ def load_model(run: str | Path, device: str = "cpu"):
     path = folder / "model.safetensors"
     if not path.exists():
         raise RagError(f"no checkpoint in {run} (expected {path}); train one with rag lm train --out {run}")
-    with safe_open(str(path), "pt") as f:
-        cfg = GPTConfig(**json.loads(f.metadata()["config"]))
+    try:
+        with safe_open(str(path), "pt") as f:
+            cfg = GPTConfig(**json.loads(f.metadata()["config"]))
+    except Exception as exc:
+        raise RagError(f"{path} is corrupt or not one of our checkpoints ({str(exc).splitlines()[0][:120]}); "
+                       f"retrain with rag lm train --out {run}") from exc
     model = GPT(cfg)
     load_weights(model, folder)
     return model.to(device).eval()

@@ -4,11 +4,12 @@ Shape: token embedding (V x d) -> [+ learned/sinusoidal positions] -> L pre-Laye
 (causal scaled-dot-product attention, GELU MLP 4d) -> final LayerNorm -> head (tied to the
 embedding, or its own V x d matrix).
 
-Init (our choice, documented): every weight matrix, the token embedding and the learned position
-table ~ N(0, 0.02) as in GPT-2; the two residual projections of each block ~ N(0, 0.02/sqrt(2L));
-biases 0, LayerNorm weight 1. The source material's N(0, 1/sqrt(d)) would give std 0.088 at
-d=128, which with a tied head makes the first logits large; 0.02 keeps the initial loss near ln V
-at every d, so all points of the sweep start alike.
+Init (`init`): "gpt2" (default) draws every weight matrix, the token embedding and the learned
+position table from N(0, 0.02) as GPT-2 does; "scaled" draws them from N(0, 1/sqrt(d)) as the
+source material describes (std 0.088 at d=128, 0.031 at d=1024). In both, the two residual
+projections of each block are further divided by sqrt(2L); biases 0, LayerNorm weight 1. With a tied
+head, "scaled" makes the first logits larger at small d; "gpt2" keeps the initial loss near ln V at
+every d, so all points of the sweep start alike.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 POSITIONS = ("learned", "sinusoidal", "rope")
+INITS = ("gpt2", "scaled")
 
 
 @dataclass
@@ -31,7 +33,11 @@ class GPTConfig:
     context: int = 128
     tie: bool = True
     pos: str = "learned"
-    init_std: float = 0.02
+    init_std: float = 0.02       # the std of init "gpt2"
+    init: str = "gpt2"           # gpt2: N(0, init_std); scaled: N(0, 1/sqrt(d))
+
+    def std(self) -> float:
+        return self.dim ** -0.5 if self.init == "scaled" else self.init_std
 
     def check(self) -> "GPTConfig":
         """Refuse impossible shapes before any weight is allocated."""
@@ -41,6 +47,8 @@ class GPTConfig:
             raise RagError(f"d={self.dim} is not divisible by heads={self.heads}; pick d a multiple of {self.heads} or change --heads")
         if self.pos not in POSITIONS:
             raise RagError(f"unknown --pos {self.pos!r}; use one of {', '.join(POSITIONS)}")
+        if self.init not in INITS:
+            raise RagError(f"unknown --init {self.init!r}; use one of {', '.join(INITS)}")
         if self.pos == "rope" and (self.dim // self.heads) % 2:
             raise RagError(f"rope needs an even head size, got d/heads={self.dim // self.heads}")
         if min(self.vocab, self.dim, self.layers, self.heads, self.context) < 1:
@@ -130,7 +138,7 @@ class GPT(nn.Module):
         self._init_weights()
 
     def _init_weights(self) -> None:
-        std = self.cfg.init_std
+        std = self.cfg.std()
         for name, p in self.named_parameters():
             if name.endswith("bias"):
                 nn.init.zeros_(p)

@@ -89,7 +89,7 @@ def choose(precision: str = "auto", compile: str = "auto", threads: int | None =
         if not dist.is_initialized():
             dist.init_process_group("nccl" if device == "cuda" else "gloo")
         if device == "cuda":
-            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count())
     return Runtime(device, precision, use_compile, rank, world)
 
 
@@ -169,9 +169,23 @@ def flops_peak(rt: Runtime) -> tuple[float, str]:
             if key in name:
                 return peak, f"{name} dense bf16 datasheet peak"
         return matmul_peak("cuda", torch.bfloat16), f"{name} bf16 matmul measured in this run"
-    dtype = torch.float32 if rt.precision == "fp32" else torch.bfloat16
     name = "fp32" if rt.precision == "fp32" else "bf16"
-    return matmul_peak("cpu", dtype), f"CPU {name} 2048^3 matmul measured in this run ({torch.get_num_threads()} threads)"
+    return both_peaks("cpu")[name], f"CPU {name} 2048^3 matmul measured in this run ({torch.get_num_threads()} threads)"
+
+
+PEAKS: dict = {}
+
+
+def both_peaks(device: str) -> dict[str, float]:
+    """fp32 and bf16 matmul peaks (FLOP/s) of this device, measured once per process (nan: no native bf16)."""
+    import torch
+
+    key = (device, torch.get_num_threads())
+    if key not in PEAKS:
+        bf16 = device == "cuda" or cpu_has_bf16()
+        PEAKS[key] = {"fp32": matmul_peak(device, torch.float32),
+                      "bf16": matmul_peak(device, torch.bfloat16) if bf16 else float("nan")}
+    return PEAKS[key]
 
 
 def matmul_peak(device: str = "cpu", dtype=None, n: int = 2048, seconds: float = 1.0) -> float:

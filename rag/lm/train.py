@@ -157,6 +157,7 @@ def train(cfg: TrainConfig, progress=None) -> dict:
     total = state["total_steps"]
     every = max(1, math.ceil(total / max(cfg.slices, math.ceil(cfg.epochs or 0))))
     warmup = cfg.warmup if cfg.warmup is not None else min(100, max(1, total // 10))
+    state["warmup"] = warmup
     step_model = torch.compile(model) if rt.compile else model
     if rt.world > 1:
         from torch.nn.parallel import DistributedDataParallel
@@ -233,32 +234,59 @@ def probe_rate(model, train_ids, cfg: TrainConfig, rt: Runtime) -> float:
     return cfg.batch * model.cfg.context * rt.world / seconds
 
 
+def baseline_figures(tok, context: int, eval_tokens: int | None) -> dict:
+    """The count baselines on this run's evaluation targets (cached per corpus, context and slice)."""
+    from rag.lm.baselines import baselines
+
+    key = (str(tok.folder), context, eval_tokens)
+    if key not in BASELINE_CACHE:
+        BASELINE_CACHE[key] = baselines(tok, context, eval_tokens)
+    return BASELINE_CACHE[key]
+
+
+BASELINE_CACHE: dict = {}
+
+
 def finish(model, tok, cfg: TrainConfig, rt: Runtime, state: dict, tokens_per_step: int, peak_mem: int) -> dict:
     """Final evaluation and the result row (CSV columns + extras); rank 0 writes result.json."""
+    from rag.lm.runtime import both_peaks
+
     mcfg = model.cfg
     acc = accounting(mcfg)
     val = evaluate(model, tok.ids["valid"], rt, cfg.batch, cfg.eval_tokens)
     test = evaluate(model, tok.ids["test"], rt, cfg.batch, cfg.eval_tokens)
+    base = baseline_figures(tok, mcfg.context, cfg.eval_tokens)
     tokens_seen = state["step"] * tokens_per_step
     rate = tokens_seen / max(1e-9, state["train_s"])
     peak, peak_source = flops_peak(rt)
-    tokens_per_word = len(tok.ids["test"]) / max(1, tok.words["test"])
+    peaks = both_peaks(rt.device)
+    achieved = acc["flops_per_token"] * rate
+    bits = lambda nats, split: nats * base["targets"][split] / math.log(2) / base["bytes"][split]  # noqa: E731
+    bigram = base["models"]["bigram"]
     result = {
         "dim": mcfg.dim, "layers": mcfg.layers, "heads": mcfg.heads, "vocab": mcfg.vocab, "tied": mcfg.tie,
-        "pos": mcfg.pos, "params": acc["params"], "embedding_params": acc["embedding_params"],
+        "pos": mcfg.pos, "init": mcfg.init, "params": acc["params"], "embedding_params": acc["embedding_params"],
         "position_params": acc["position_params"], "embedding_share": round(acc["embedding_share"], 4),
         "bytes_fp32": acc["bytes_fp32"], "bytes_fp16": acc["bytes_fp16"], "train_mem_est_bytes": acc["train_mem_est_bytes"],
-        "tokens_seen": tokens_seen, "val_loss": round(val, 4), "val_ppl": round(math.exp(val), 2),
-        "test_ppl": round(math.exp(test), 2), "test_ppl_per_word": round(math.exp(test * tokens_per_word), 2),
+        "tokens_seen": tokens_seen, "train_flops": acc["flops_per_token"] * tokens_seen,
+        "val_loss": round(val, 4), "test_loss": round(test, 4),
+        "val_ppl": round(math.exp(val), 2), "test_ppl": round(math.exp(test), 2),
+        "val_bpb": round(bits(val, "valid"), 4), "test_bpb": round(bits(test, "test"), 4),
+        "bigram_test_ppl": bigram["test_ppl"], "vs_bigram_test_ppl": round(math.exp(test) / bigram["test_ppl"], 3),
         "epoch_s": round(len(tok.ids["train"]) / rate, 1), "tokens_per_s": round(rate, 1), "peak_mem_bytes": peak_mem,
-        "flops_per_token": acc["flops_per_token"], "achieved_flops": round(acc["flops_per_token"] * rate),
-        "mfu": round(acc["flops_per_token"] * rate / peak, 4), "device": rt.describe(),
+        "flops_per_token": acc["flops_per_token"], "achieved_flops": round(achieved),
+        "mfu": round(achieved / peak, 4), "mfu_fp32": round(achieved / peaks["fp32"], 4),
+        "mfu_bf16": round(achieved / peaks["bf16"], 4) if peaks["bf16"] == peaks["bf16"] else None,
+        "device": rt.describe(),
         # extras (results.json only)
         "train_s": round(state["train_s"], 1), "steps": state["step"], "batch": cfg.batch, "context": mcfg.context,
-        "lr": cfg.learning_rate(), "peak_flops": round(peak), "peak_source": peak_source,
+        "lr": cfg.learning_rate(), "warmup_steps": state.get("warmup"), "peak_flops": round(peak), "peak_source": peak_source,
+        "peak_fp32_flops": round(peaks["fp32"]),
+        "peak_bf16_flops": round(peaks["bf16"]) if peaks["bf16"] == peaks["bf16"] else None,
         "eval_tokens": {"valid": eval_token_count(tok.ids["valid"], mcfg.context, cfg.eval_tokens),
                         "test": eval_token_count(tok.ids["test"], mcfg.context, cfg.eval_tokens)},
-        "tokens_per_word_test": round(tokens_per_word, 4), "mem_baseline_bytes": state.get("mem_baseline_bytes"), "corpus": tok.corpus.name,
+        "eval_bytes": base["bytes"], "baselines": base["models"], "baseline_k": {"k2": base["k2"], "k3": base["k3"]},
+        "mem_baseline_bytes": state.get("mem_baseline_bytes"), "corpus": tok.corpus.name,
         "train_tokens_per_epoch": int(len(tok.ids["train"])),
     }
     if rt.main:
