@@ -7,33 +7,26 @@ from pathlib import Path
 import typer
 
 from rag.commands.common import console, err_console, handle_errors, print_json, progress_bars, safe, warn
-from rag.commands.options import (DEFAULTS, CorpusOpt, DimOpt, EncoderOpt, FusionOpt, IndexOpt, KOpt, ReduceOpt,
-                                  RetrieverOpt, WeightOpt, settings_from_options)
+from rag.commands.options import DEFAULTS, DimOpt, EncoderOpt, IndexOpt, KOpt, ReduceOpt, RetrieverOpt, retrieval_options
+from rag.retrieve import RetrievalSettings
 
 LLM_HELP = "extractive (no model), local (SmolLM2-135M on the CPU) or openai (RAG_OPENAI_BASE_URL, RAG_OPENAI_MODEL)."
 STEPS_HELP = "Most retrieval rounds (first search, rewrites, second hop); at least 1."
 
 
-def ask(question: str = typer.Argument(..., help="The question (at most 8,000 characters)."),
-        corpus: CorpusOpt = DEFAULTS.corpus,
-        encoder: EncoderOpt = DEFAULTS.encoder,
-        dim: DimOpt = DEFAULTS.dim,
-        index: IndexOpt = DEFAULTS.index,
-        reduce: ReduceOpt = DEFAULTS.reduce,
-        retriever: RetrieverOpt = DEFAULTS.retriever,
-        k: KOpt = DEFAULTS.k,
-        fusion: FusionOpt = DEFAULTS.fusion,
-        weight: WeightOpt = DEFAULTS.weight,
+@retrieval_options
+def ask(question: str = typer.Argument(..., help="The question (at most 8,000 characters)."), *,
+        settings: RetrievalSettings,
         llm: str = typer.Option("extractive", help=LLM_HELP),
         max_steps: int = typer.Option(4, "--max-steps", help=STEPS_HELP),
         server: str = typer.Option(None, "--server", help="Send the question to a running `rag serve` at this URL."),
         as_json: bool = typer.Option(False, "--json", help="Print {answer, citations, steps, timings, warnings}.")):
     """Answer a question with the agent: plan, retrieve, grade, rewrite or hop, answer with \\[n] citations."""
-    _ask(question, (corpus, encoder, dim, index, reduce, retriever, k, fusion, weight), llm, max_steps, server, as_json)
+    _ask(question, settings, llm, max_steps, server, as_json)
 
 
 @handle_errors
-def _ask(question, options, llm, max_steps, server, as_json):
+def _ask(question, settings, llm, max_steps, server, as_json):
     from rag.agent.llm import check_llm
     from rag.config import RagError, check_question
 
@@ -43,19 +36,16 @@ def _ask(question, options, llm, max_steps, server, as_json):
         raise RagError(f"--max-steps must be at least 1 (got {max_steps})")
     if server:
         from rag.client import ask_remote
-        from rag.retrieve import RetrievalSettings
 
-        settings = RetrievalSettings(*options)  # the server validates it against what it allows
-        result = ask_remote(server, question, settings, llm=llm, max_steps=max_steps)
+        result = ask_remote(server, question, settings, llm=llm, max_steps=max_steps)  # the server validates it
         if not as_json:
             for step in result.get("steps", []):
                 show_step(step)
     else:
         from rag.agent import run_agent
 
-        settings = settings_from_options(*options)
         on_step = None if as_json else show_step
-        result = run_agent(question, settings, llm=llm, max_steps=max_steps, on_step=on_step)
+        result = run_agent(question, settings.validated(), llm=llm, max_steps=max_steps, on_step=on_step)
     if as_json:
         return print_json(result)
     show_answer(result)

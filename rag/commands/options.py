@@ -3,6 +3,9 @@ vocabularies that rag.retrieve.RetrievalSettings validates against (nothing here
 
 from __future__ import annotations
 
+import functools
+import inspect
+import typing
 from typing import Annotated, Optional
 
 import typer
@@ -37,9 +40,32 @@ FusionOpt = Annotated[str, typer.Option(help=FUSION_HELP)]
 WeightOpt = Annotated[float, typer.Option(help="Weight of the dense side in hybrid fusion (0..1).")]
 
 
-def settings_from_options(corpus: str, encoder: str, dim: int | None, index: str, reduce: str, retriever: str,
-                          k: int = DEFAULTS.k, fusion: str = DEFAULTS.fusion,
-                          weight: float = DEFAULTS.weight) -> RetrievalSettings:
-    """The validated settings for a command's options (a RagError names the bad option and its valid values)."""
-    return RetrievalSettings(corpus=corpus, encoder=encoder, dim=dim, index=index, reduce=reduce,
-                             retriever=retriever, k=k, fusion=fusion, weight=weight).validated()
+RETRIEVAL_OPTIONS = {  # option name -> (type with its typer.Option, default); the order --help shows
+    "corpus": (CorpusOpt, DEFAULTS.corpus), "encoder": (EncoderOpt, DEFAULTS.encoder), "dim": (DimOpt, DEFAULTS.dim),
+    "index": (IndexOpt, DEFAULTS.index), "reduce": (ReduceOpt, DEFAULTS.reduce),
+    "retriever": (RetrieverOpt, DEFAULTS.retriever), "k": (KOpt, DEFAULTS.k), "fusion": (FusionOpt, DEFAULTS.fusion),
+    "weight": (WeightOpt, DEFAULTS.weight),
+}
+
+
+def retrieval_options(command):
+    """Give a command every retrieval option (declared once, above); it receives them as `settings`, an
+    unvalidated RetrievalSettings (validate with .validated(), or send it to a server that validates it)."""
+    hints = typing.get_type_hints(command, include_extras=True)  # resolved in the command's own module
+    signature = inspect.signature(command)
+    own = [p.replace(annotation=hints.get(name, p.annotation))
+           for name, p in signature.parameters.items() if name != "settings"]
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+             for name, (annotation, default) in RETRIEVAL_OPTIONS.items()]
+    positional = [p for p in own if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    keyword = [p for p in own if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        chosen = {name: kwargs.pop(name) for name in RETRIEVAL_OPTIONS if name in kwargs}
+        return command(*args, settings=RetrievalSettings(**chosen), **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=positional + added + keyword)
+    wrapper.__annotations__ = {**{p.name: p.annotation for p in own}, **{n: a for n, (a, _) in RETRIEVAL_OPTIONS.items()}}
+    del wrapper.__wrapped__  # typer must read the new signature, not the wrapped one
+    return wrapper

@@ -5,32 +5,25 @@ from __future__ import annotations
 import typer
 
 from rag.commands.common import console, handle_errors, print_json, progress_bar, safe
-from rag.commands.options import (DEFAULTS, CorpusOpt, DimOpt, EncoderOpt, FusionOpt, IndexOpt, KOpt, ReduceOpt,
-                                  RetrieverOpt, WeightOpt, settings_from_options)
+from rag.commands.options import retrieval_options
+from rag.retrieve import RetrievalSettings
 
 
-def search(question: str = typer.Argument(..., help="The question (at most 8,000 characters)."),
-           corpus: CorpusOpt = DEFAULTS.corpus,
-           encoder: EncoderOpt = DEFAULTS.encoder,
-           dim: DimOpt = DEFAULTS.dim,
-           index: IndexOpt = DEFAULTS.index,
-           reduce: ReduceOpt = DEFAULTS.reduce,
-           retriever: RetrieverOpt = DEFAULTS.retriever,
-           k: KOpt = DEFAULTS.k,
-           fusion: FusionOpt = DEFAULTS.fusion,
-           weight: WeightOpt = DEFAULTS.weight,
+@retrieval_options
+def search(question: str = typer.Argument(..., help="The question (at most 8,000 characters)."), *,
+           settings: RetrievalSettings,
            as_json: bool = typer.Option(False, "--json", help="Print {question, passages:[{id,title,source,score,text}]}.")):
     """Retrieve the top-k passages for a question. Builds the index first if it is missing."""
-    _search(question, (corpus, encoder, dim, index, reduce, retriever, k, fusion, weight), as_json)
+    _search(question, settings, as_json)
 
 
 @handle_errors
-def _search(question, options, as_json):
+def _search(question, settings, as_json):
     from rag.config import check_question
     from rag.retrieve import open_retriever
 
     question = check_question(question)
-    settings = settings_from_options(*options)
+    settings = settings.validated()
     with progress_bar(f"building the {settings.index} index (first use): encoding", enabled=not as_json) as progress:
         r = open_retriever(settings, progress=progress)
     hits = r.search(question)
