@@ -173,8 +173,12 @@ def set_search_params(kind: str, index) -> None:
         index.hnsw.efSearch = 128
 
 
-def build_index(vectors: np.ndarray, kind: str, seed: int = 0) -> SearchIndex:
-    """Build an index of `kind` over L2-normalised float32 vectors [n, d]."""
+def build_index(vectors: np.ndarray, kind: str, seed: int = 0, train_size: int | None = None) -> SearchIndex:
+    """Build an index of `kind` over L2-normalised float32 vectors [n, d].
+
+    train_size: train IVF/PQ on a seeded random sample of this many vectors (None: all of them, which faiss's
+    k-means subsamples to 256 per list); the lists and codes are sized for all n either way.
+    """
     faiss = import_faiss()
     valid_choice(kind, INDEX_KINDS, "index kind")
     x = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -200,7 +204,10 @@ def build_index(vectors: np.ndarray, kind: str, seed: int = 0) -> SearchIndex:
     if not index.is_trained:
         if hasattr(index, "cp"):
             index.cp.seed = seed
-        index.train(x)
+        sample = x
+        if train_size is not None and train_size < n:
+            sample = x[np.sort(np.random.default_rng(seed).choice(n, train_size, replace=False))]
+        index.train(sample)
     index.add(x)
     set_search_params(kind, index)
     return SearchIndex(kind, index, d, "cpu").to_device()
