@@ -132,3 +132,66 @@ def test_ddp_two_processes_hold_identical_weights(corpus, tmp_path):
     assert r0 == r1
     result = json.loads((out / "result.json").read_text())
     assert result["steps"] == 12 and result["tokens_seen"] == 12 * BATCH * 32 * 2 and "ddp2" in result["device"]
+
+
+def test_result_carries_baselines_bits_per_byte_and_both_mfus(reference_run):
+    result = reference_run[1]
+    b = result["baselines"]
+    assert set(b) == {"unigram", "bigram", "trigram"} and b["bigram"]["test_ppl"] == result["bigram_test_ppl"]
+    bpb = result["test_loss"] * result["eval_tokens"]["test"] / math.log(2) / result["eval_bytes"]["test"]
+    assert result["test_bpb"] == pytest.approx(bpb, rel=1e-3)
+    assert 0 < result["mfu_fp32"] and result["peak_fp32_flops"] > 0 and result["init"] == "gpt2"
+    assert "test_ppl_per_word" not in result
+
+
+@pytest.mark.parametrize("victim, content", [("ckpt/state.json", "{trunc"), ("ckpt/model.safetensors", "garbage"),
+                                             ("ckpt/optimizer.pt", "garbage")])
+def test_corrupt_checkpoint_is_one_line_naming_the_file(cli, corpus, reference_run, tmp_path, victim, content):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(reference_run[0], run)
+    (run / victim).write_text(content)
+    res = cli(["lm", *cli_args(corpus, run, "--resume")])
+    assert res.exit_code == 1, res.output
+    assert victim.split("/")[-1] in res.output and "start fresh" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_scaled_init_draws_weights_with_std_one_over_sqrt_d():
+    import torch
+
+    from rag.lm.model import GPT
+
+    torch.manual_seed(0)
+    for init, want in (("gpt2", 0.02), ("scaled", 64 ** -0.5)):
+        model = GPT(GPTConfig(vocab=500, dim=64, layers=2, heads=2, context=32, init=init))
+        assert model.wte.weight.std().item() == pytest.approx(want, rel=0.05)
+        assert model.blocks[0].fc.weight.std().item() == pytest.approx(want, rel=0.05)
+    with pytest.raises(RagError, match="unknown --init"):
+        GPTConfig(init="xavier").check()
+
+
+@pytest.mark.parametrize("args, message", [(["--epochs", "0"], "--epochs must be greater than 0"),
+                                           (["--minutes", "0"], "--minutes must be greater than 0"),
+                                           (["--lr", "-1"], "--lr must be greater than 0"),
+                                           (["--batch", "0"], "greater than or equal to 1"),
+                                           (["--vocab", "10"], "greater than or equal to 257")])
+def test_train_refuses_bad_numbers(cli, corpus, tmp_path, args, message):
+    res = cli(["lm", "train", "--corpus", corpus, "--out", tmp_path / "o", *args])
+    assert res.exit_code != 0 and message in res.output, res.output
+    assert "Traceback" not in res.output
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_lr_scan_writes_verdicts_per_d(cli, corpus, tmp_path):
+    out = tmp_path / "scan"
+    res = cli(["lm", "lr-scan", "--corpus", corpus, "--dims", "16,32", "--factors", "0.5,1", "--tokens", 6 * 8 * 32,
+               "--layers", "1", "--heads", "2", "--vocab", "500", "--context", "32", "--batch", "8",
+               "--eval-tokens", "1024", "--threads", "1", "--out", out, "--json"])
+    assert res.exit_code == 0, res.output
+    scan = json.loads(res.output)
+    assert len(scan["results"]) == 4 and len(scan["verdicts"]) == 2
+    assert all("within 10%" in v or "NOT within 10%" in v for v in scan["verdicts"])
+    assert (out / "lr_scan.png").stat().st_size > 1000 and (out / "lr_scan.md").exists()

@@ -209,6 +209,8 @@ def lr_scan_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
                 factors: str = typer.Option("0.5,1,2", help="Multiples of the default LR rule 2e-3·sqrt(128/d)."),
                 flops: float = typer.Option(None, min=1, help="Training FLOPs per run (compute-matched across d)."),
                 tokens: int = typer.Option(None, min=1, help="Training tokens per run (instead of --flops)."),
+                layers: int = typer.Option(6, min=1), heads: int = typer.Option(8, min=1),
+                vocab: int = typer.Option(10000, min=257, max=65535), context: int = typer.Option(128, min=2),
                 batch: int = typer.Option(16, min=1), threads: int = typer.Option(None, min=1),
                 init: str = typer.Option("gpt2", help=INIT_HELP),
                 eval_tokens: int = typer.Option(16384, min=0), seed: int = typer.Option(1337),
@@ -227,7 +229,7 @@ def lr_scan_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
         raise RagError(f"--factors must be comma-separated numbers like 0.5,1,2, got {factors!r}") from exc
     if not mults or min(mults) <= 0:
         raise RagError(f"--factors must be positive, got {factors!r}")
-    cfg = _base(corpus, 128, 6, 8, 10000, 128, True, "learned", None, None, None, batch, None, seed, threads, "auto",
+    cfg = _base(corpus, 128, layers, heads, vocab, context, True, "learned", None, None, None, batch, None, seed, threads, "auto",
                 "auto", eval_tokens, False, _positive_out(out), 4, init)
     with training_bars(not as_json) as progress:
         scan = run_scan(cfg, parse_dims(dims), mults, out, flops=flops, tokens=tokens, progress=progress)

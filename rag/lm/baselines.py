@@ -90,6 +90,20 @@ class NGramBaselines:
         cuv, cuvw, has_u = parts[3:]
         return np.where(has_u, (cuvw + k3 * p2) / (cuv + k3), p2)
 
+    def bigram_probs(self, v: int) -> np.ndarray:
+        """p2(. | v) over the whole vocabulary."""
+        w = np.arange(self.vocab)
+        parts = (self.p1, np.full(self.vocab, self.c1.get(np.array([v]))[0]), self.c2.get(v * self.vocab + w))
+        return self._p2(parts, self.k2)
+
+    def trigram_probs(self, u: int, v: int) -> np.ndarray:
+        """p3(. | u, v) over the whole vocabulary."""
+        V, w = self.vocab, np.arange(self.vocab)
+        parts = (self.p1, np.full(V, self.c1.get(np.array([v]))[0]), self.c2.get(v * V + w),
+                 np.full(V, self.c2ctx.get(np.array([u * V + v]))[0]), self.c3.get((u * V + v) * V + w),
+                 np.ones(V, dtype=bool))
+        return self._p3(parts, self.k2, self.k3)
+
     def tune(self, valid_ids: np.ndarray, targets: np.ndarray) -> None:
         parts = self._parts(valid_ids, targets)
         self.k2 = min(GRID, key=lambda k: -np.log(self._p2(parts, k)).mean())
