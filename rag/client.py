@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import httpx
 
 from rag.config import RagError
@@ -11,7 +13,7 @@ from rag.retrieve import RetrievalSettings
 def post(url: str, path: str, payload: dict, timeout: float) -> dict:
     endpoint = url.rstrip("/") + path
     try:
-        response = httpx.post(endpoint, json=payload, timeout=timeout)
+        response = httpx.post(endpoint, json=payload, timeout=timeout, headers=auth_headers())
     except httpx.TimeoutException:
         raise RagError(f"the server at {url} did not answer within {timeout:g} s; raise --timeout or check the server") from None
     except httpx.HTTPError as exc:
@@ -22,6 +24,12 @@ def post(url: str, path: str, payload: dict, timeout: float) -> dict:
         return response.json()
     except ValueError:
         raise RagError(f"the server at {url} sent a reply that is not JSON; is {url} a `rag serve` address?") from None
+
+
+def auth_headers() -> dict:
+    """`Authorization: Bearer $RAG_API_KEY` when the key is set (a server started with a key needs it)."""
+    key = os.environ.get("RAG_API_KEY", "").strip()
+    return {"Authorization": f"Bearer {key}"} if key else {}
 
 
 def error_detail(response: httpx.Response) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import threading
 
 import httpx
 import pytest
@@ -13,37 +12,9 @@ from cli import app
 from rag.client import ask_remote, search_remote
 from rag.config import RagError
 from rag.retrieve import RetrievalSettings
+from serve_helpers import inprocess_server  # noqa: F401  (a fixture)
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def inprocess_server(index_dir):
-    """A real uvicorn server in a thread (app built here, so its options can vary), on a free 127.0.0.1 port."""
-    import uvicorn
-
-    from rag.serve import create_app
-
-    servers = []
-
-    def start(**options) -> str:
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        server = uvicorn.Server(uvicorn.Config(create_app(**options), log_level="warning"))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        servers.append((server, thread))
-        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        for _ in range(200):
-            if server.started:
-                return url
-            thread.join(0.05)
-        raise RuntimeError("in-process server did not start")
-
-    yield start
-    for server, thread in servers:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 def test_ask_remote_returns_the_agent_json(inprocess_server):
@@ -58,7 +29,7 @@ def test_ask_remote_bad_question_carries_the_server_message(inprocess_server):
     url = inprocess_server()
     with pytest.raises(RagError, match=r"422.*question is empty"):
         ask_remote(url, " ", RetrievalSettings())
-    with pytest.raises(RagError, match=r"404.*unknown corpus 'nope'"):
+    with pytest.raises(RagError, match=r"403.*corpus 'nope' is not served here; allowed corpus values: builtin"):
         ask_remote(url, "x", RetrievalSettings(corpus="nope"))
 
 
@@ -76,7 +47,7 @@ def test_missing_index_is_404_when_builds_are_off(inprocess_server):
     assert response.status_code == 404
     assert "rag index build --corpus builtin --encoder minilm --dim 32 --index hnsw" in response.json()["detail"]
     bm25 = httpx.post(url + "/search", json={"question": "x", "retriever": "bm25"}, timeout=30)
-    assert bm25.status_code == 200  # BM25 needs no stored index
+    assert bm25.status_code == 200  # builtin's BM25 was built by the operator's warm-up
 
 
 def test_serve_refuses_a_port_in_use():
@@ -103,7 +74,7 @@ def test_bench_serve_reports_errors_and_fails(inprocess_server):
     url = inprocess_server()
     result = runner.invoke(app, ["bench", "serve", "--server", url, "--requests", "2", "--corpus", "nope"])
     assert result.exit_code == 1
-    assert "404" in result.output
+    assert "403" in result.output
 
 
 def test_rag_ask_server_goes_through_http(inprocess_server, cli):
@@ -115,7 +86,7 @@ def test_rag_ask_server_goes_through_http(inprocess_server, cli):
     answer = json.loads(result.output)
     assert "38,400,000" in answer["answer"] and answer["citations"]
     refused = cli(["ask", "x", "--server", url, "--corpus", "nope"])
-    assert refused.exit_code != 0 and "unknown corpus 'nope'" in refused.output
+    assert refused.exit_code != 0 and "corpus 'nope' is not served here" in refused.output
 
 
 def test_extra_corpus_folder_named_at_start(inprocess_server, tmp_path):
@@ -123,12 +94,14 @@ def test_extra_corpus_folder_named_at_start(inprocess_server, tmp_path):
     folder.mkdir()
     (folder / "kiwi.md").write_text("# Kiwi\n\nThe kiwi is a flightless bird from New Zealand that lays a huge egg.\n")
     (folder / "faiss.md").write_text("# FAISS\n\nFAISS searches dense vectors with flat, IVF and HNSW indexes.\n")
-    url = inprocess_server(corpora=[str(folder)])
-    response = httpx.post(url + "/search", json={"question": "flightless bird", "corpus": str(folder), "k": 1}, timeout=60)
+    url = inprocess_server(corpora=[str(folder)], build_missing=True)
+    response = httpx.post(url + "/search", json={"question": "flightless bird", "corpus": "notes", "k": 1}, timeout=60)
     assert response.status_code == 200, response.text
     assert response.json()["passages"][0]["source"] == "kiwi.md"
-    other = httpx.post(url + "/search", json={"question": "x", "corpus": str(tmp_path)}, timeout=30)
-    assert other.status_code == 404  # only folders named at start are served
+    assert response.json()["corpus"] == "notes"  # its served name, never the folder's path
+    for name in (str(folder), str(tmp_path)):  # only folders named at start are served, and only by name
+        other = httpx.post(url + "/search", json={"question": "x", "corpus": name}, timeout=30)
+        assert other.status_code == 403 and str(tmp_path) not in other.text
 
 
 def test_a_corrupt_new_version_keeps_the_old_index_serving(inprocess_server, index_dir):

@@ -22,7 +22,7 @@ def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("serve")
     index_dir, log = root / "indexes", root / "server.log"
     port = free_port()
-    proc = start_server_process(port, log, env={"RAG_INDEX_DIR": str(index_dir)})
+    proc = start_server_process(port, log, ["--build-missing"], env={"RAG_INDEX_DIR": str(index_dir)})
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc, timeout=240, log_path=log)
@@ -46,8 +46,15 @@ def test_health_docs_and_openapi(server):
     assert {"corpus": "builtin", "encoder": "minilm", "index": "flat", "retriever": "hybrid"}.items() <= health["loaded"][0].items()
     docs = httpx.get(server["url"] + "/docs")
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
+    assert "cdn" not in docs.text and "https://" not in docs.text  # works offline: assets come from this server
+    for asset in ("swagger-ui-bundle.js", "swagger-ui.css"):
+        assert httpx.get(server["url"] + "/docs/assets/" + asset).status_code == 200
     paths = httpx.get(server["url"] + "/openapi.json").json()["paths"]
-    assert {"/ask", "/search", "/health", "/indexes"} <= set(paths)
+    assert {"/ask", "/search", "/health", "/indexes", "/config", "/metrics", "/v1/models", "/v1/chat/completions"} <= set(paths)
+    ask = paths["/ask"]["post"]["responses"]
+    assert ask["200"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/AskResponse"}
+    assert "text/event-stream" in ask["200"]["content"]
+    assert ask["422"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorOut"}
 
 
 def test_search_returns_real_passages(server, builtin_ids):
@@ -99,8 +106,9 @@ def test_concurrent_first_requests_open_the_retriever_once(server):
 
 
 def test_indexes_lists_the_built_index(server):
-    body = httpx.get(server["url"] + "/indexes").json()
-    assert body["index_dir"] == str(server["index_dir"])
+    response = httpx.get(server["url"] + "/indexes")
+    body = response.json()
+    assert str(server["index_dir"]) not in response.text and '"/' not in response.text  # no absolute paths
     flat = [m for m in body["indexes"] if m["corpus"] == "builtin" and m["kind"] == "flat" and m["encoder"] == "minilm"]
     assert flat and flat[0]["dim"] == 384 and flat[0]["vectors"] == len(load_corpus("builtin").passages)
 
@@ -114,18 +122,24 @@ LONG = "word " * 1601  # 8,005 characters
     ("/search", {"question": LONG}, 422, "limit is 8,000"),
     ("/ask", {"question": LONG}, 422, "limit is 8,000"),
     ("/search", {}, 422, "question: Field required"),
-    ("/search", {"question": "x", "corpus": "no-such-corpus"}, 404, "unknown corpus 'no-such-corpus'"),
-    ("/ask", {"question": "x", "corpus": "/etc"}, 404, "unknown corpus '/etc'"),
+    ("/search", {"question": "x", "corpus": "no-such-corpus"}, 403, "corpus 'no-such-corpus' is not served here"),
+    ("/ask", {"question": "x", "corpus": "/etc"}, 403, "allowed corpus values: builtin, scifact, hotpotqa, squad"),
     ("/search", {"question": "x", "index": "no-such-index"}, 422, "index: Input should be 'flat'"),
-    ("/ask", {"question": "x", "index": "annoy"}, 422, "'ivf-flat', 'ivf-pq', 'hnsw', 'sq8' or 'binary'"),
-    ("/search", {"question": "x", "encoder": "bert-huge"}, 404, "unknown encoder 'bert-huge'"),
-    ("/ask", {"question": "x", "encoder": "lm:/tmp/ckpt"}, 404, "unknown encoder"),
+    ("/ask", {"question": "x", "index": "annoy"}, 422, "'ivf-flat', 'ivf-pq', 'hnsw', 'sq8'"),
+    ("/search", {"question": "x", "encoder": "bert-huge"}, 403, "encoder 'bert-huge' is not served here"),
+    ("/ask", {"question": "x", "encoder": "lm:/tmp/ckpt"}, 403, "is not served here; allowed encoder values: minilm"),
     ("/search", {"question": "x", "k": 0}, 422, "k: Input should be greater than or equal to 1"),
     ("/search", {"question": "x", "retriever": "magic"}, 422, "retriever"),
     ("/search", {"question": "x", "dim": 999}, 422, "out of range for encoder minilm"),
     ("/ask", {"question": "x", "max_steps": 0}, 422, "max_steps"),
     ("/ask", {"question": "x", "max_steps": -2}, 422, "max_steps"),
     ("/ask", {"question": "x", "llm": "gpt-17"}, 422, "llm: Input should be 'extractive', 'local' or 'openai'"),
+    ("/ask", {"question": "x", "llm": "local"}, 403, "llm 'local' is not served here; allowed llm values: extractive"),
+    ("/search", {"question": "x", "k": "5"}, 422, "k: Input should be a valid integer"),
+    ("/search", {"question": "x", "k": True}, 422, "k: Input should be a valid integer"),
+    ("/search", {"question": "x", "dim": 128.0}, 422, "dim: Input should be a valid integer"),
+    ("/search", {"question": "x", "kk": 5}, 422, "kk: unknown field"),
+    ("/ask", {"question": ["x"]}, 422, "question: Input should be a valid string"),
 ])
 def test_bad_requests_get_a_status_and_a_message(server, path, body, status, message):
     response = post(server, path, body)

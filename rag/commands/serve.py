@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from rag.commands.common import console, err_console
+from rag.commands.common import console, err_console, safe
 from rag.config import percentile
 
 
@@ -34,27 +34,67 @@ BENCH_QUESTIONS = [
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address to bind; the default accepts local connections only."),
     port: int = typer.Option(8000, min=0, max=65535, help="TCP port (0 picks a free one)."),
-    corpus: list[str] = typer.Option([], "--corpus", help="Extra corpus folder a request may name (repeatable)."),
+    corpus: list[str] = typer.Option([], "--corpus", help="Extra corpus folder, NAME=PATH or PATH (served as the folder's name); repeatable."),
     encoder: list[str] = typer.Option([], "--encoder", help="Extra encoder, e.g. lm:<checkpoint dir> (repeatable)."),
-    warm: bool = typer.Option(True, help="Load the default retriever (builtin, minilm, flat, hybrid) before serving."),
-    build_missing: bool = typer.Option(True, help="Build an index on first request when it is not on disk (else 404)."),
-    max_inflight: int = typer.Option(0, min=0, help="At most this many /search and /ask requests compute at once; 0 = no limit."),
+    allow: list[str] = typer.Option([], "--allow", help="Serve only these values: FIELD=V1,V2 for corpus, encoder, dim, index, reduce, retriever or llm (repeatable; llm defaults to extractive only)."),
+    config: Path = typer.Option(None, "--config", help="TOML file with the same settings ([allow] corpus = [...], build_missing = true, ...)."),
+    warm: bool = typer.Option(True, help="Open (and build if missing) the default retriever (builtin, minilm, flat, hybrid) before serving."),
+    build_missing: bool = typer.Option(None, "--build-missing/--no-build-missing", help="Build a missing index (FAISS or BM25) when a request needs it. Off by default: missing indexes answer 404."),
+    max_open: int = typer.Option(None, min=1, help="At most this many retrievers stay open (least recently used dropped first). Default 8."),
+    max_memory: int = typer.Option(None, "--max-memory", min=1, help="MB: the open retrievers' estimated memory stays under this. Default 4096."),
+    max_builds: int = typer.Option(None, min=1, help="Index builds at once; more answer 503. Default 1."),
+    max_inflight: int = typer.Option(None, min=0, help="At most this many /search and /ask requests compute at once; 0 = no limit."),
+    max_body: int = typer.Option(None, min=1024, help="Request body limit in bytes (default 65536); larger bodies get 413."),
+    api_key_file: Path = typer.Option(None, help="File holding the API key (else RAG_API_KEY); every endpoint but /health then needs 'Authorization: Bearer <key>'."),
+    allowed_host: list[str] = typer.Option([], "--allowed-host", help="Host header values to accept (default localhost names; '*' for any)."),
+    cors_origin: list[str] = typer.Option([], "--cors-origin", help="Origins allowed by CORS (default none: CORS off)."),
+    timeout_keep_alive: float = typer.Option(5.0, min=0.1, help="Seconds an idle keep-alive connection stays open."),
+    header_timeout: float = typer.Option(10.0, min=0.1, help="Seconds a connection may take to send a whole request head."),
     torch_threads: int = typer.Option(1, min=0, help="torch threads per request (requests already run in parallel); 0 = torch default."),
-    log_level: str = typer.Option("info", help="uvicorn log level."),
+    log_level: str = typer.Option("info", help="uvicorn log level; access logs are JSON lines on the rag.access logger."),
 ) -> None:
-    """Serve /ask, /search, /health and /indexes over HTTP (OpenAPI at /docs)."""
+    """Serve /ask, /search, the OpenAI-compatible /v1 endpoints, /health, /config, /indexes and /metrics over HTTP."""
+    from rag.config import RagError
+    from rag.serve.policy import DEFAULT_WARM, ServePolicy, parse_allow, parse_corpora, read_api_key, read_config_file
+
+    try:
+        settings = read_config_file(config) if config else {}
+        settings["allow"] = {**settings.get("allow", {}), **parse_allow(allow)}
+        settings["corpora"] = {**settings.get("corpora", {}), **parse_corpora(corpus)}
+        flags = {"encoders": list(encoder) or None, "build_missing": build_missing, "max_open": max_open,
+                 "max_memory_mb": max_memory, "max_builds": max_builds, "max_inflight": max_inflight,
+                 "max_body": max_body, "allowed_hosts": list(allowed_host) or None,
+                 "cors_origins": list(cors_origin) or None}
+        settings.update({k: v for k, v in flags.items() if v is not None})
+        policy = ServePolicy(**settings, api_key=read_api_key(str(api_key_file) if api_key_file else None),
+                             header_timeout=header_timeout, keep_alive=timeout_keep_alive, torch_threads=torch_threads,
+                             warm=[DEFAULT_WARM] if warm else [])
+    except (RagError, TypeError) as exc:
+        err_console.print(f"[red]error:[/] {safe(str(exc))}")
+        raise typer.Exit(2) from None
+    _run(policy, host, port, log_level)
+
+
+def _run(policy, host: str, port: int, log_level: str) -> None:
+    import logging
+
     import uvicorn
 
     from rag.serve import create_app
+    from rag.serve.guard import protocol_with_timeout
 
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        err_console.print(f"[yellow]warning: binding {host} exposes the service beyond this machine; it has no authentication[/]")
-    warm_settings = [{"corpus": "builtin", "encoder": "minilm", "index": "flat", "retriever": "hybrid"}] if warm else []
-    api = create_app(corpora=corpus, encoders=encoder, build_missing=build_missing, warm=warm_settings,
-                     max_inflight=max_inflight, torch_threads=torch_threads)
+    if host not in ("127.0.0.1", "localhost", "::1") and not policy.api_key:
+        err_console.print(f"[yellow]warning: binding {host} exposes the service beyond this machine without an API key; "
+                          "set RAG_API_KEY or --api-key-file[/]")
+    api = create_app(policy)
     sock = _bind(host, port)
-    console.print(f"rag serve on http://{host}:{sock.getsockname()[1]}  (docs at /docs)")
-    server = uvicorn.Server(uvicorn.Config(api, log_level=log_level))
+    logging.basicConfig(level=log_level.upper(), format="%(message)s")
+    console.print(f"rag serve on http://{host}:{sock.getsockname()[1]}  (docs at /docs; "
+                  f"auth {'on' if policy.api_key else 'off'}; builds {'on' if policy.build_missing else 'off'})")
+    server = uvicorn.Server(uvicorn.Config(api, log_level=log_level, access_log=False,
+                                           http=protocol_with_timeout(policy.header_timeout),
+                                           timeout_keep_alive=policy.keep_alive,
+                                           h11_max_incomplete_event_size=16 * 1024))
     server.run(sockets=[sock])
 
 
@@ -119,7 +159,7 @@ def stop_server_process(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-def fire(url: str, path: str, payloads: list[dict], timeout: float) -> dict:
+def fire(url: str, path: str, payloads: list[dict], timeout: float, headers: dict | None = None) -> dict:
     """Send all payloads at once (one asyncio task each) and time every request."""
     import asyncio
 
@@ -136,7 +176,7 @@ def fire(url: str, path: str, payloads: list[dict], timeout: float) -> dict:
 
     async def run_all():
         limits = httpx.Limits(max_connections=len(payloads), max_keepalive_connections=len(payloads))
-        async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
+        async with httpx.AsyncClient(timeout=timeout, limits=limits, headers=headers) as client:
             t0 = time.perf_counter()
             results = await asyncio.gather(*(one(client, p) for p in payloads))
             return results, (time.perf_counter() - t0)
@@ -145,12 +185,12 @@ def fire(url: str, path: str, payloads: list[dict], timeout: float) -> dict:
     return summarise(path, results, wall)
 
 
-def fire_sequential(url: str, path: str, payloads: list[dict], timeout: float) -> dict:
+def fire_sequential(url: str, path: str, payloads: list[dict], timeout: float, headers: dict | None = None) -> dict:
     """Send payloads one after another (the single-request baseline)."""
     import httpx
 
     results = []
-    with httpx.Client(timeout=timeout) as client:
+    with httpx.Client(timeout=timeout, headers=headers) as client:
         t_all = time.perf_counter()
         for payload in payloads:
             t0 = time.perf_counter()
@@ -185,6 +225,8 @@ def bench_serve(
     max_inflight: int = typer.Option(0, min=0, help="--max-inflight of the started servers (0 = no limit)."),
     timeout: float = typer.Option(300.0, help="Per-request timeout, seconds."),
     startup_timeout: float = typer.Option(300.0, help="Seconds to wait for a started server to be healthy."),
+    api_key: str = typer.Option("", envvar="RAG_API_KEY", show_default=False,
+                                help="Send this Bearer key (and start servers with it); default $RAG_API_KEY."),
 ) -> None:
     """Fire N concurrent /search then N concurrent /ask (extractive) requests at a real server; print p50/p95 and errors."""
     settings = {"corpus": corpus, "index": index, "retriever": retriever}
@@ -202,10 +244,12 @@ def bench_serve(
                 console.print(f"starting rag serve --torch-threads {threads} on {url} (log: {log_path}) ...")
                 t0 = time.perf_counter()
                 proc = start_server_process(port, log_path,
-                                            ["--torch-threads", str(threads), "--max-inflight", str(max_inflight)])
+                                            ["--torch-threads", str(threads), "--max-inflight", str(max_inflight)],
+                                            env={"RAG_API_KEY": api_key} if api_key else None)
                 wait_healthy(url, proc, startup_timeout, log_path)
                 console.print(f"server healthy after {time.perf_counter() - t0:.1f} s")
-            rows += [{**r, "server": label} for r in _load(url, settings, questions, sequential, timeout)]
+            headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+            rows += [{**r, "server": label} for r in _load(url, settings, questions, sequential, timeout, headers)]
         except RuntimeError as exc:
             err_console.print(f"[red]error:[/] {exc}")
             raise typer.Exit(1) from None
@@ -217,19 +261,20 @@ def bench_serve(
         raise typer.Exit(1)
 
 
-def _load(url: str, settings: dict, questions: list[str], sequential: int, timeout: float) -> list[dict]:
+def _load(url: str, settings: dict, questions: list[str], sequential: int, timeout: float,
+          headers: dict | None = None) -> list[dict]:
     """A warm-up request per endpoint (untimed), then the one-at-a-time baseline, then everything at once."""
     search = [{"question": q, **settings, "k": 5} for q in questions]
     ask = [{"question": q, **settings, "llm": "extractive"} for q in questions]
     for path, payload in (("/search", search[0]), ("/ask", ask[0])):
-        warmup = fire(url, path, [payload], timeout)
+        warmup = fire(url, path, [payload], timeout, headers)
         if warmup["errors"]:
             console.print(f"[red]warm-up {path} failed: {warmup['error_kinds']}[/]")
     rows = []
     if sequential:
-        rows += [fire_sequential(url, "/search", search[:sequential], timeout),
-                 fire_sequential(url, "/ask", ask[:sequential], timeout)]
-    return rows + [fire(url, "/search", search, timeout), fire(url, "/ask", ask, timeout)]
+        rows += [fire_sequential(url, "/search", search[:sequential], timeout, headers),
+                 fire_sequential(url, "/ask", ask[:sequential], timeout, headers)]
+    return rows + [fire(url, "/search", search, timeout, headers), fire(url, "/ask", ask, timeout, headers)]
 
 
 def _questions(corpus: str) -> list[str]:

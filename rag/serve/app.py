@@ -1,0 +1,167 @@
+"""HTTP service: a FastAPI app over the shared retrievers and the agent (`rag serve`).
+
+Endpoints: POST /ask (JSON, or server-sent events with `Accept: text/event-stream`), POST /search, GET /health,
+GET /config, GET /indexes, GET /metrics, and the OpenAI-compatible GET /v1/models and POST /v1/chat/completions.
+OpenAPI at /openapi.json, Swagger UI at /docs from local files (no CDN).
+
+Streaming format of /ask: one `step` event per agent node as it finishes (the same dicts as `steps` in the JSON),
+then one `answer` event (the same JSON as `rag ask --json`), then `done`; an `error` event replaces the answer
+when the run fails after the stream began.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.cors import CORSMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+from rag import __version__
+from rag.config import RagError
+from rag.retrieve import RetrievalSettings
+from rag.serve.guard import ApiKey, BodyGuard, Observe
+from rag.serve.models import AskRequest, AskResponse, SearchRequest, SearchResponse, error_responses, one_line, plain
+from rag.serve.openai_api import add_openai_routes
+from rag.serve.policy import ServePolicy, hide_paths, parse_corpora
+from rag.serve.pool import ServePool
+from rag.serve.service import Service, sse
+from rag.store import list_indexes as store_listing
+
+SSE_RESPONSE = {"text/event-stream": {"schema": {"type": "string", "description":
+                "event: step (one per agent node) ... event: answer (the JSON above) ... event: done"}}}
+
+
+def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = None, **settings) -> FastAPI:
+    """The FastAPI app under an operator policy (rag.serve.policy.ServePolicy; keyword settings build one).
+
+    `corpora` may be a list of folders ('name=path' or a path, served by the folder's name) or a dict."""
+    if isinstance(settings.get("corpora"), list):
+        settings["corpora"] = parse_corpora(settings["corpora"])
+    policy = policy or ServePolicy(**settings)
+    service = Service(policy, pool)
+    started = time.time()
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI):
+        if policy.torch_threads > 0:
+            import torch
+
+            torch.set_num_threads(policy.torch_threads)
+        for warm in policy.warm:  # the operator's own choice: opened (and built if missing) before serving
+            await run_in_threadpool(service.pool.get, RetrievalSettings(**warm), None, True)
+        yield
+
+    app = FastAPI(title="rag", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
+                  description="Agentic retrieval over FAISS indexes at any embedding width d.",
+                  responses=error_responses(401))
+    app.state.service = service
+    app.state.pool = service.pool
+    add_routes(app, service, started)
+    add_openai_routes(app, service)
+    add_docs(app)
+    # Outermost first at request time: metrics and logs, hosts, CORS, the key, then the body checks.
+    app.add_middleware(BodyGuard, max_body=policy.max_body)
+    app.add_middleware(ApiKey, key=policy.api_key)
+    if policy.cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=policy.cors_origins, allow_methods=["GET", "POST"],
+                           allow_headers=["authorization", "content-type", "accept"])
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=policy.allowed_hosts)
+    app.add_middleware(Observe, metrics=service.metrics)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError):
+        errors = plain(exc.errors())
+        return JSONResponse(status_code=422, content={"detail": hide_paths(one_line(exc.errors())), "errors": errors})
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException):
+        return JSONResponse(status_code=exc.status_code, content={"detail": str(exc.detail)},
+                            headers=getattr(exc, "headers", None))
+
+    return app
+
+
+def add_routes(app: FastAPI, service: Service, started: float) -> None:
+    policy, pool = service.policy, service.pool
+
+    @app.get("/health")
+    def health() -> dict:
+        """Liveness plus what is loaded (open without the API key)."""
+        loaded = [service.public(dict(row)) for row in pool.loaded()]
+        return {"status": "ok", "version": __version__, "uptime_s": round(time.time() - started, 1),
+                "loaded": loaded, "opens": pool.opens, "swaps": pool.swaps, "swap_failures": pool.swap_failures,
+                "evictions": pool.evictions, "builds": pool.builds_done}
+
+    @app.get("/config")
+    def config() -> dict:
+        """What this server serves: the allowed values of every request field (for pickers), defaults and limits."""
+        return policy.public()
+
+    @app.get("/indexes")
+    def indexes() -> dict:
+        """Built indexes on disk that this server may serve (no paths, no per-file checksums)."""
+        try:
+            return {"indexes": [row for m in store_listing() if (row := public_manifest(service, m))]}
+        except RagError as exc:
+            raise service.http_error(exc) from None
+
+    @app.get("/metrics", response_class=Response)
+    def metrics() -> Response:
+        """Prometheus metrics: requests and latency by endpoint, pool size and memory, builds, evictions."""
+        return Response(service.metrics.text(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    @app.post("/search", response_model=SearchResponse, responses=error_responses(400, 403, 404, 409, 413, 422, 503))
+    def search(request: SearchRequest) -> dict:
+        """Top-k passages for the question (dense, bm25 or hybrid); the same JSON as `rag search --json`."""
+        return service.search(request.question, request.settings())
+
+    @app.post("/ask", response_model=AskResponse,
+              responses={200: {"content": SSE_RESPONSE}, **error_responses(400, 403, 404, 409, 413, 422, 503)})
+    async def ask(request: AskRequest, http: Request):
+        """Run the agent; the same JSON as `rag ask --json`. With `Accept: text/event-stream`: a `step` event per
+        agent node as it finishes, then `answer` (that JSON), then `done`."""
+        retriever = await run_in_threadpool(service.open, request.settings(), request.llm)
+        run = service.agent(request.question, retriever, request.llm, request.max_steps)
+        if "text/event-stream" not in http.headers.get("accept", ""):
+            return await service.ask(run)
+
+        async def stream():
+            async for event, data in service.events(run):
+                yield sse(event, data)
+            yield sse("done", {})
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
+def public_manifest(service: Service, manifest: dict) -> dict | None:
+    """An index listing row as clients see it: allowed corpora only, served names, no paths, no checksums."""
+    corpus = service.policy.served_name(manifest.get("corpus", ""))
+    allowed = service.policy.allowed("corpus")
+    if corpus not in allowed:
+        return None
+    row = {k: v for k, v in manifest.items() if k not in ("files", "path", "corpus_safe_name")}
+    row["corpus"] = corpus
+    return {k: service.clean(v) if isinstance(v, str) else v for k, v in row.items()}
+
+
+def add_docs(app: FastAPI) -> None:
+    """Swagger UI from the swagger-ui-bundle package's files, so /docs works offline."""
+    import swagger_ui_bundle
+
+    app.mount("/docs/assets", StaticFiles(directory=Path(swagger_ui_bundle.swagger_ui_path)), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="rag API",
+                                   swagger_js_url="/docs/assets/swagger-ui-bundle.js",
+                                   swagger_css_url="/docs/assets/swagger-ui.css",
+                                   swagger_favicon_url="/docs/assets/favicon-32x32.png")
+

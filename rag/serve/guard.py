@@ -1,0 +1,164 @@
+"""What stands between a connection and the endpoints: body limits and text checks, the API key, access logs and
+metrics (pure ASGI middleware), and an HTTP protocol that closes connections that never finish their headers."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import time
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+OPEN_PATHS = ("/health",)  # answered without the API key (liveness probes)
+access_log = logging.getLogger("rag.access")
+
+
+async def send_json(send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def text_problem(body: bytes) -> str | None:
+    """Why a JSON body cannot be taken as text (invalid UTF-8, a lone surrogate), or None."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"the request body is not valid UTF-8 (bad byte at offset {exc.start}); send UTF-8 encoded JSON"
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None  # the endpoint's own parser reports invalid JSON (422)
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return (f"the request contains a lone surrogate ({item[exc.start]!a}), which is not text; "
+                        "send UTF-8 text (pair surrogates in \\u escapes)")
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
+class BodyGuard:
+    """Refuse bodies over max_body bytes (413, before reading them whole) and bodies that are not text (400);
+    pass the checked body on to the app."""
+
+    def __init__(self, app, max_body: int):
+        self.app, self.max_body = app, max_body
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            return await self.app(scope, receive, send)
+        declared = dict(scope["headers"]).get(b"content-length")
+        too_big = f"the request body is over the {self.max_body:,}-byte limit"
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
+            return await send_json(send, 413, too_big, [(b"connection", b"close")])
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.max_body:
+                return await send_json(send, 413, too_big, [(b"connection", b"close")])
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        problem = text_problem(body) if body else None
+        if problem:
+            return await send_json(send, 400, problem)
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+class ApiKey:
+    """Every path but /health needs `Authorization: Bearer <key>`; the key is compared in constant time."""
+
+    def __init__(self, app, key: str | None):
+        self.app, self.key = app, (key or "").encode()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or not self.key or scope["path"] in OPEN_PATHS or scope["method"] == "OPTIONS":
+            return await self.app(scope, receive, send)
+        header = dict(scope["headers"]).get(b"authorization", b"")
+        scheme, _, token = header.partition(b" ")
+        if scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.key):
+            return await self.app(scope, receive, send)
+        detail = "missing or wrong API key; send the header 'Authorization: Bearer <key>'"
+        await send_json(send, 401, detail, [(b"www-authenticate", b'Bearer realm="rag"')])
+
+
+class Observe:
+    """One structured (JSON) access-log line and the Prometheus request metrics per request."""
+
+    def __init__(self, app, metrics):
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        t0, status = time.perf_counter(), [500]
+
+        async def watch(message):
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            seconds = time.perf_counter() - t0
+            route = scope.get("route")
+            path = getattr(route, "path", None) or ("other" if status[0] == 404 else scope["path"])
+            self.metrics.observe(scope["method"], path, status[0], seconds)
+            client = scope.get("client") or ("-", 0)
+            access_log.info(json.dumps({"ts": round(time.time(), 3), "client": client[0], "method": scope["method"],
+                                        "path": scope["path"], "status": status[0], "ms": round(seconds * 1e3, 1)}))
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol plus a header timeout: a connection that has not sent a whole request head within
+    HEADER_TIMEOUT seconds of connecting (or of its last response) is closed. uvicorn's keep-alive timer is
+    cancelled by any byte received, so without this a client trickling header bytes holds a connection forever."""
+
+    header_timeout = 10.0
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self.arm_header_timer()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self.arm_header_timer()
+
+    def arm_header_timer(self) -> None:
+        cycle = self.cycle
+
+        def expire():
+            if self.cycle is cycle and not self.transport.is_closing():
+                self.transport.close()
+
+        self.loop.call_later(self.header_timeout, expire)
+
+
+def protocol_with_timeout(seconds: float) -> type:
+    return type("GuardedH11", (GuardedH11Protocol,), {"header_timeout": seconds})

@@ -1,0 +1,165 @@
+"""The HTTP schema: strict request models (unknown fields and coerced types refused) and the response models.
+
+Request fields are rag.retrieve.RetrievalSettings; their vocabularies come from where each is declared. Responses
+are the same JSON as `rag search --json` and `rag ask --json`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rag.agent.llm import LLM_BACKENDS
+from rag.config import MAX_QUESTION_CHARS, RagError, check_question
+from rag.index import INDEX_KINDS
+from rag.reduce import REDUCERS
+from rag.retrieve import FUSIONS, MAX_K, RETRIEVERS, RetrievalSettings
+
+DEFAULTS = RetrievalSettings()
+STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+def vocabulary(names) -> object:
+    """A Literal type of the names a field accepts, so OpenAPI lists them (names come from their one declaration)."""
+    return Literal[tuple(names)]
+
+
+class SettingsIn(BaseModel):
+    """A question plus rag.retrieve.RetrievalSettings: which corpus, encoder, width d, index kind and retriever."""
+
+    model_config = STRICT
+
+    question: str = Field(..., description=f"1 to {MAX_QUESTION_CHARS} characters",
+                          examples=["What does the embedding dimension control?"])
+    corpus: str = Field(DEFAULTS.corpus, max_length=200, description="a corpus the server allows (GET /config)")
+    encoder: str = Field(DEFAULTS.encoder, max_length=200, description="encoder name, e.g. minilm (GET /config)")
+    dim: int | None = Field(DEFAULTS.dim, ge=1, le=16384, description="reduced width d; null keeps the encoder's full width")
+    index: vocabulary(INDEX_KINDS) = Field(DEFAULTS.index, description="FAISS index kind")
+    reduce: vocabulary(REDUCERS) = Field(DEFAULTS.reduce, description="how vectors are reduced to d")
+    retriever: vocabulary(RETRIEVERS) = DEFAULTS.retriever
+    k: int = Field(DEFAULTS.k, ge=1, le=MAX_K)
+    fusion: vocabulary(FUSIONS) = DEFAULTS.fusion
+    weight: float = Field(DEFAULTS.weight, ge=0.0, le=1.0, description="weight of the dense side in hybrid fusion")
+    where: str | None = Field(DEFAULTS.where, max_length=500,
+                              description="filter on passage metadata, e.g. source=docs/**/*.md")
+
+    @field_validator("question")
+    @classmethod
+    def question_is_sane(cls, value: str) -> str:
+        try:
+            return check_question(value)
+        except RagError as exc:
+            raise ValueError(str(exc)) from None
+
+    def settings(self) -> RetrievalSettings:
+        names = {f.name for f in fields(RetrievalSettings)}
+        return RetrievalSettings(**{k: v for k, v in self.model_dump().items() if k in names})
+
+
+class SearchRequest(SettingsIn):
+    pass
+
+
+class AskRequest(SettingsIn):
+    llm: vocabulary(LLM_BACKENDS) = Field("extractive", description="answer backend; the server allows some (GET /config)")
+    max_steps: int = Field(4, ge=1, le=20, description="bound on the agent's retrieve/rewrite loop")
+
+
+class PassageOut(BaseModel):
+    id: str
+    title: str
+    source: str
+    score: float
+    text: str
+
+
+class SearchResponse(BaseModel):
+    """`rag search --json`."""
+
+    question: str
+    passages: list[PassageOut]
+    corpus: str
+    retriever: str
+    encoder: str | None = None
+    dim: int | None = None
+    index: str | None = None
+    reduce: str | None = None
+    device: str
+    timings_ms: dict[str, float]
+
+
+class CitationOut(BaseModel):
+    n: int
+    id: str
+    title: str
+    score: float
+
+
+class RetrievedOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    title: str
+    score: float
+    round: int
+    via: str
+    kept: bool
+
+
+class AskResponse(BaseModel):
+    """`rag ask --json`: the answer with [n] citations, the agent's steps (one dict per node), timings and warnings."""
+
+    model_config = ConfigDict(extra="allow")
+
+    question: str
+    answer: str
+    citations: list[CitationOut]
+    steps: list[dict[str, Any]]
+    timings: dict[str, float]
+    warnings: list[str]
+    mode: str
+    sub_questions: list[str]
+    rounds: int
+    retrieved: list[RetrievedOut]
+
+
+class ErrorItem(BaseModel):
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ErrorOut(BaseModel):
+    """Every error: `detail` is one line saying what went wrong and what to do; validation errors add `errors`."""
+
+    detail: str
+    errors: list[ErrorItem] | None = None
+
+
+def error_responses(*codes: int) -> dict:
+    """OpenAPI entries for the error statuses an endpoint can answer with (all ErrorOut)."""
+    text = {400: "the body is not text (invalid UTF-8, lone surrogate)", 401: "missing or wrong API key",
+            403: "a value the operator does not serve", 404: "unknown or not built", 409: "index on disk is broken",
+            413: "body over the limit", 422: "invalid request", 503: "busy or unavailable; retry later"}
+    return {code: {"model": ErrorOut, "description": text[code]} for code in codes}
+
+
+def one_line(errors) -> str:
+    parts = []
+    for error in errors:
+        if error.get("type") == "json_invalid":
+            parts.append("the request body is not valid JSON; send an object such as {\"question\": \"...\"}")
+            continue
+        where = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+        if error.get("type") == "extra_forbidden":
+            message = "unknown field; see the schema at /docs"
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts) or "invalid request"
+
+
+def plain(errors) -> list[dict]:
+    return [{"loc": [p if isinstance(p, int) else str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")),
+             "type": str(e.get("type", ""))} for e in errors]

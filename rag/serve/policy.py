@@ -1,0 +1,187 @@
+"""What the operator lets clients ask for: the allowlist, auth, hosts, limits (`rag serve` options or a TOML file).
+
+Nothing expensive happens because a client asked: building missing indexes is off unless the operator turns it
+on, every retrieval field is checked against an allowlist (403 lists the allowed values), and `llm` allows only
+the extractive backend unless the operator names others.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from rag.config import REPO_DIR, RagError, cache_dir, data_dir, index_dir
+from rag.corpus import NAMED_CORPORA
+from rag.encoders import ENCODER_NAMES
+from rag.index import INDEX_KINDS
+from rag.reduce import REDUCERS
+from rag.retrieve import RETRIEVERS, RetrievalSettings
+
+ALLOW_FIELDS = ("corpus", "encoder", "dim", "index", "reduce", "retriever", "llm")
+LOCAL_HOSTS = ["localhost", "127.0.0.1", "::1", "[::1]"]
+DEFAULT_WARM = {"corpus": "builtin", "encoder": "minilm", "index": "flat", "retriever": "hybrid"}
+DEFAULT_LLMS = ["extractive"]  # 'local' loads a 135M model, 'openai' spends the operator's key: opt-in only
+
+
+class Forbidden(RagError):
+    """A request for something the operator did not allow (HTTP 403)."""
+
+
+class Busy(RagError):
+    """The server will not start more work of this kind now (HTTP 503, retry later)."""
+
+
+@dataclass
+class ServePolicy:
+    """Every operator setting of `rag serve`. Empty allow lists mean: the field's whole vocabulary (dim: any)."""
+
+    allow: dict[str, list[str]] = field(default_factory=dict)
+    corpora: dict[str, str] = field(default_factory=dict)  # served name -> folder path (never shown to clients)
+    encoders: list[str] = field(default_factory=list)  # extra encoders such as lm:<checkpoint dir>
+    build_missing: bool = False
+    api_key: str | None = None
+    allowed_hosts: list[str] = field(default_factory=lambda: list(LOCAL_HOSTS))
+    cors_origins: list[str] = field(default_factory=list)
+    max_body: int = 64 * 1024
+    max_open: int = 8
+    max_memory_mb: int = 4096
+    max_builds: int = 1
+    max_inflight: int = 0
+    header_timeout: float = 10.0
+    keep_alive: float = 5.0
+    torch_threads: int = 0
+    warm: list[dict] = field(default_factory=list)
+
+    def __post_init__(self):
+        for name, values in self.allow.items():
+            if name not in ALLOW_FIELDS:
+                raise RagError(f"--allow {name}=...: unknown field; allowed fields: {', '.join(ALLOW_FIELDS)}")
+            self.allow[name] = [str(v) for v in values]
+        for name in self.corpora:
+            if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name) or name in NAMED_CORPORA:
+                raise RagError(f"corpus name '{name}' must be 1-64 letters, digits, '_', '.' or '-' and not a named corpus")
+
+    # ------------------------------------------------------------ what may be asked for
+    def allowed(self, name: str) -> list[str] | None:
+        """The values a request may use for a field; None = any (only dim: the encoder checks the range)."""
+        if name in self.allow:
+            return self.allow[name]
+        return {
+            "corpus": list(NAMED_CORPORA) + list(self.corpora),
+            "encoder": list(ENCODER_NAMES) + [e for e in self.encoders if e not in ENCODER_NAMES],
+            "dim": None,
+            "index": list(INDEX_KINDS),
+            "reduce": list(REDUCERS),
+            "retriever": list(RETRIEVERS),
+            "llm": DEFAULT_LLMS,
+        }[name]
+
+    def check(self, name: str, value) -> None:
+        allowed = self.allowed(name)
+        if allowed is not None and str(value) not in allowed:
+            raise Forbidden(f"{name} '{value}' is not served here; allowed {name} values: {', '.join(allowed)}")
+
+    def check_request(self, settings: RetrievalSettings, llm: str | None = None) -> RetrievalSettings:
+        """The validated settings with the corpus name mapped to its folder, or Forbidden naming the allowed values."""
+        self.check("corpus", settings.corpus)
+        self.check("encoder", settings.encoder)
+        self.check("retriever", settings.retriever)
+        if settings.retriever != "bm25":
+            self.check("index", settings.index)
+            self.check("reduce", settings.reduce)
+        if llm is not None:
+            self.check("llm", llm)
+        real = RetrievalSettings(**{**settings.as_dict(), "corpus": self.corpus_path(settings.corpus)}).validated()
+        if real.retriever != "bm25":
+            self.check("dim", real.dim)
+        return real
+
+    def corpus_path(self, name: str) -> str:
+        return self.corpora.get(name, name)
+
+    def served_name(self, corpus: str) -> str:
+        """The name clients know a corpus by (a folder corpus's served name, never its path)."""
+        for name, path in self.corpora.items():
+            if corpus == path:
+                return name
+        return corpus
+
+    def public(self) -> dict:
+        """What GET /config shows: the allowed values of every field (for pickers), and the limits."""
+        return {"allow": {name: self.allowed(name) for name in ALLOW_FIELDS},
+                "defaults": {**RetrievalSettings().as_dict(), "llm": "extractive"},
+                "build_missing": self.build_missing, "auth": bool(self.api_key), "max_body": self.max_body,
+                "max_open": self.max_open, "max_memory_mb": self.max_memory_mb}
+
+
+# ---------------------------------------------------------------- reading the operator's settings
+
+def parse_allow(items: list[str]) -> dict[str, list[str]]:
+    """['corpus=builtin,scifact', 'dim=128,384'] -> {'corpus': [...], 'dim': [...]} (repeats add values)."""
+    out: dict[str, list[str]] = {}
+    for item in items:
+        name, sep, values = item.partition("=")
+        name = name.strip()
+        if not sep or not values.strip():
+            raise RagError(f"--allow '{item}': write FIELD=VALUE[,VALUE...], e.g. --allow corpus=builtin,scifact")
+        out.setdefault(name, []).extend(v.strip() for v in values.split(",") if v.strip())
+    return out
+
+
+def parse_corpora(items: list[str]) -> dict[str, str]:
+    """['notes=/srv/notes', '/srv/docs'] -> {'notes': '/srv/notes', 'docs': '/srv/docs'} (name defaults to the folder's)."""
+    out = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep:
+            name, path = Path(item).name, item
+        folder = Path(path).expanduser()
+        if not folder.is_dir():
+            raise RagError(f"--corpus {item}: {path} is not a folder")
+        out[name] = str(folder.resolve())
+    return out
+
+
+def read_config_file(path: str | Path) -> dict:
+    """A TOML file with the same settings as the flags: [allow] corpus = [...] and top-level keys such as
+    build_missing = true, max_open = 4, allowed_hosts = [...], corpora = {notes = "/srv/notes"}."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise RagError(f"cannot read the serve config {path}: {exc}") from None
+    known = {f.name for f in fields(ServePolicy)} - {"api_key", "warm"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise RagError(f"{path}: unknown settings {unknown}; known: {', '.join(sorted(known))}")
+    data["allow"] = {k: [str(x) for x in (v if isinstance(v, list) else [v])] for k, v in data.get("allow", {}).items()}
+    return data
+
+
+def read_api_key(key_file: str | None) -> str | None:
+    """The API key from --api-key-file (first line) or RAG_API_KEY; None = no authentication."""
+    if key_file:
+        try:
+            key = Path(key_file).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise RagError(f"cannot read --api-key-file {key_file}: {exc.strerror}") from None
+    else:
+        key = os.environ.get("RAG_API_KEY", "").strip()
+    if key and len(key) < 16:
+        raise RagError("the API key is shorter than 16 characters; use a long random one (e.g. `openssl rand -hex 32`)")
+    return key or None
+
+
+# ---------------------------------------------------------------- no paths in what clients see
+
+_PATH = re.compile(r"(?<![\w/.<>~])(?:~|/)(?:[^\s'\",;:()\[\]<>/]+/)+[^\s'\",;:()\[\]<>]*")
+
+
+def hide_paths(message: str) -> str:
+    """The message with server paths replaced by short names: <index dir>, <data dir>, <cache dir>, <repo>, <path>."""
+    for root, label in ((index_dir(), "<index dir>"), (data_dir(), "<data dir>"), (cache_dir(), "<cache dir>"),
+                        (REPO_DIR, "<repo>")):
+        message = message.replace(str(root), label)
+    return _PATH.sub(lambda m: "<path>/" + m.group(0).rstrip("/").rpartition("/")[2], message)

@@ -1,0 +1,115 @@
+"""The service's retriever pool: rag.retrieve.RetrieverPool bounded as an LRU, with builds gated by the operator.
+
+- At most `max_open` retrievers stay open, and their estimated memory stays under `max_memory_mb`; the least
+  recently used is dropped first (searches running on it keep their reference and finish).
+- An index (FAISS, or the BM25 cache) that is not on disk is built only when the operator allowed builds, one
+  build per settings at a time and at most `max_builds` builds at once; more at once get Busy (HTTP 503).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from rag.config import RagError, cache_dir
+from rag.corpus import load_corpus, safe_corpus_name
+from rag.retrieve import BM25, RetrievalSettings, Retriever, RetrieverPool
+from rag.serve.policy import Busy
+from rag.store import MANIFEST, IndexMissing, build_and_save, index_name, index_path, rebuild_command
+
+
+def estimated_bytes(retriever: Retriever) -> int:
+    """A rough resident size of an open retriever: its index files, its passages' text, and BM25's arrays."""
+    m = retriever.loaded.manifest if retriever.loaded else {}
+    text = sum(len(p.text) + len(p.title) for p in retriever.passages)
+    return int(m.get("bytes") or m.get("index_bytes") or 0) + 3 * text + (4 * text if retriever.bm25 else 0)
+
+
+class ServePool(RetrieverPool):
+    def __init__(self, *, build_missing: bool = False, max_open: int = 8, max_memory_mb: int = 4096,
+                 max_builds: int = 1):
+        super().__init__(build_missing=build_missing)
+        self.max_open = max(1, max_open)
+        self.max_bytes = max_memory_mb * 2**20
+        self.builds = threading.BoundedSemaphore(max(1, max_builds))
+        self.build_locks: dict[tuple, threading.Lock] = {}
+        self.used: OrderedDict[tuple, None] = OrderedDict()
+        self.sizes: dict[tuple, int] = {}
+        self.builds_done = self.builds_refused = self.evictions = 0
+
+    # ------------------------------------------------------------ builds, only when allowed
+    def missing(self, settings: RetrievalSettings) -> str | None:
+        """What must be built before these settings can be served ('index', 'bm25') or None."""
+        if settings.retriever != "bm25":
+            name = index_name(settings.encoder, settings.dim, settings.index, settings.reduce)
+            if not (index_path(safe_corpus_name(settings.corpus), name) / MANIFEST).exists():
+                return "index"
+        if settings.retriever != "dense":
+            corpus = load_corpus(settings.corpus)
+            if not (cache_dir() / "bm25" / corpus.content_hash[:16] / "params.index.json").exists():
+                return "bm25"
+        return None
+
+    def build(self, settings: RetrievalSettings, what: str) -> None:
+        with self.lock:
+            lock = self.build_locks.setdefault(settings.pool_key, threading.Lock())
+        with lock:  # requests for the same settings wait for the one build
+            if self.missing(settings) is None:
+                return
+            if not self.builds.acquire(blocking=False):
+                self.builds_refused += 1
+                raise Busy("the server is already building as many indexes as it may; retry in a minute")
+            try:
+                corpus = load_corpus(settings.corpus)
+                while (what := self.missing(settings)) is not None:
+                    if what == "index":
+                        build_and_save(corpus, settings.encoder, settings.dim, settings.index, settings.reduce)
+                    else:
+                        BM25(corpus.passages, cache_key=corpus.content_hash[:16])
+                    self.builds_done += 1
+            finally:
+                self.builds.release()
+
+    def get(self, settings: RetrievalSettings, progress=None, build_missing: bool | None = None) -> Retriever:
+        settings = settings.validated()
+        key = settings.pool_key
+        build = self.build_missing if build_missing is None else build_missing
+        if key not in self.entries and (what := self.missing(settings)) is not None:
+            if not build:
+                raise missing_error(settings, what)
+            self.build(settings, what)
+        retriever = super().get(settings, progress, build_missing=False)
+        self.touch(key, retriever)
+        return retriever
+
+    # ------------------------------------------------------------ the LRU bound
+    def touch(self, key: tuple, retriever: Retriever) -> None:
+        with self.lock:
+            self.used[key] = None
+            self.used.move_to_end(key)
+            if key not in self.sizes:
+                self.sizes[key] = estimated_bytes(retriever)
+            for old in list(self.used):
+                if old == key or (len(self.entries) <= self.max_open and self.memory() <= self.max_bytes):
+                    break
+                self.entries.pop(old, None)
+                self.used.pop(old, None)
+                self.sizes.pop(old, None)
+                self.evictions += 1
+
+    def memory(self) -> int:
+        return sum(self.sizes.get(k, 0) for k in self.entries)
+
+    def loaded(self) -> list[dict]:
+        return [{**row, "estimated_mb": round(self.sizes.get(key, 0) / 2**20, 1)}
+                for key, row in zip(list(self.entries), super().loaded())]
+
+
+def missing_error(settings: RetrievalSettings, what: str) -> RagError:
+    if what == "index":
+        cmd = rebuild_command(settings.corpus, settings.encoder, settings.dim, settings.index, settings.reduce)
+        return IndexMissing(f"index {index_name(settings.encoder, settings.dim, settings.index, settings.reduce)} "
+                            f"for corpus {settings.corpus} is not built and this server does not build on request; "
+                            f"the operator can run `{cmd}` or start the server with --build-missing")
+    return IndexMissing(f"the BM25 index of corpus {settings.corpus} is not built and this server does not build "
+                        "on request; the operator can start the server with --build-missing (or --warm it)")

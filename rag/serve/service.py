@@ -1,0 +1,128 @@
+"""The service's work, shared by the native endpoints and the OpenAI-compatible ones: check a request against the
+operator's policy, open its retriever from the bounded pool, search or run the agent (whole, or streamed step by
+step), and turn library errors into HTTP errors that name no server path."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from contextlib import nullcontext
+from typing import AsyncIterator, Callable
+
+from fastapi import HTTPException
+from fastapi.concurrency import run_in_threadpool
+
+from rag.config import RagError
+from rag.retrieve import RetrievalSettings, Retriever
+from rag.serve.metrics import Metrics
+from rag.serve.policy import Busy, Forbidden, ServePolicy, hide_paths
+from rag.serve.pool import ServePool
+
+log = logging.getLogger("rag.serve")
+
+
+class Service:
+    def __init__(self, policy: ServePolicy, pool: ServePool | None = None):
+        self.policy = policy
+        self.pool = pool or ServePool(build_missing=policy.build_missing, max_open=policy.max_open,
+                                      max_memory_mb=policy.max_memory_mb, max_builds=policy.max_builds)
+        self.slots = threading.BoundedSemaphore(policy.max_inflight) if policy.max_inflight > 0 else nullcontext()
+        self.metrics = Metrics(self.pool)
+
+    # ------------------------------------------------------------ requests
+    def open(self, settings: RetrievalSettings, llm: str | None = None) -> Retriever:
+        """The retriever for a request's settings, or an HTTPException (403 not allowed, 404 not built, ...)."""
+        try:
+            return self.pool.get(self.policy.check_request(settings, llm))
+        except RagError as exc:
+            raise self.http_error(exc) from None
+
+    def search(self, question: str, settings: RetrievalSettings) -> dict:
+        retriever = self.open(settings)
+        try:
+            with self.slots:
+                hits = retriever.search(question)
+        except RagError as exc:
+            raise self.http_error(exc) from None
+        return self.public(retriever.result(question, hits))
+
+    def agent(self, question: str, retriever: Retriever, llm: str, max_steps: int) -> Callable:
+        """A function on_step -> the `rag ask --json` dict, run in a worker thread."""
+        try:
+            from rag.agent import run_agent
+        except ImportError as exc:
+            raise HTTPException(503, f"the agent is not available in this install ({exc}); use /search") from None
+
+        def run(on_step=None) -> dict:
+            with self.slots:
+                result = run_agent(question, retriever.settings, retriever=retriever, llm=llm, max_steps=max_steps,
+                                   on_step=on_step)
+            flagged = sum(len(s.get("flagged", [])) for s in result["steps"] if s.get("node") == "answer")
+            if flagged:
+                self.metrics.injections.inc(flagged)
+            return result
+        return run
+
+    async def ask(self, run: Callable) -> dict:
+        try:
+            return await run_in_threadpool(run)
+        except RagError as exc:
+            raise self.http_error(exc) from None
+
+    async def events(self, run: Callable) -> AsyncIterator[tuple[str, dict]]:
+        """('step', step) as each agent node finishes, then ('answer', result) or ('error', {detail})."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue = asyncio.Queue()
+
+        def on_step(step: dict) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, ("step", step))
+
+        async def worker():
+            try:
+                await queue.put(("answer", await run_in_threadpool(run, on_step)))
+            except RagError as exc:
+                await queue.put(("error", {"detail": self.http_error(exc).detail}))
+            except Exception:
+                log.exception("agent run failed")
+                await queue.put(("error", {"detail": "the agent failed; see the server log"}))
+            finally:
+                await queue.put(None)
+
+        task = asyncio.create_task(worker())
+        try:
+            while (item := await queue.get()) is not None:
+                yield item
+        finally:
+            if not task.done():
+                task.add_done_callback(lambda t: t.exception())
+
+    # ------------------------------------------------------------ what clients see
+    def public(self, result: dict) -> dict:
+        if "corpus" in result:
+            result["corpus"] = self.policy.served_name(result["corpus"])
+        return result
+
+    def clean(self, message: str) -> str:
+        for name, path in self.policy.corpora.items():
+            message = message.replace(path, name)
+        return hide_paths(message)
+
+    def http_error(self, exc: RagError) -> HTTPException:
+        """Library error -> HTTP: not allowed 403, busy 503, unknown or missing 404, broken index 409, bad values 422."""
+        name, message = type(exc).__name__, self.clean(str(exc))
+        if isinstance(exc, Forbidden):
+            return HTTPException(403, message)
+        if isinstance(exc, Busy):
+            return HTTPException(503, message, headers={"Retry-After": "30"})
+        if name == "IndexMissing" or message.startswith("unknown ") or " not found" in message:
+            return HTTPException(404, message)
+        if name in ("IndexMismatch", "IndexCorrupt"):
+            return HTTPException(409, message)
+        return HTTPException(422, message)
+
+
+def sse(event: str, data) -> str:
+    """One server-sent event: `event: <name>` and one `data:` line of JSON."""
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
