@@ -18,15 +18,18 @@ QUESTION = "How many bytes per parameter does fp16 use?"
 class ChatServer:
     """A tiny OpenAI-compatible /v1/chat/completions server that records what it was sent."""
 
-    def __init__(self, reply: str = "fp16 uses 2 bytes per parameter [1].", delay: float = 0.0):
-        self.reply, self.delay, self.requests = reply, delay, []
+    def __init__(self, reply: str = "fp16 uses 2 bytes per parameter [1].", stall: bool = False):
+        self.reply, self.requests = reply, []
+        self.released = threading.Event()  # a stalled server holds every reply until close()
+        if not stall:
+            self.released.set()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(body)
-                time.sleep(server.delay)
+                server.released.wait(timeout=30)
                 last = body["messages"][-1]["content"]
                 content = "1, 2" if "Which passages help" in last else server.reply
                 payload = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
@@ -47,9 +50,10 @@ class ChatServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
 
     def close(self):
+        self.released.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -72,14 +76,14 @@ def chat_server(monkeypatch):
 
 @pytest.fixture(scope="module")
 def bm25_builtin():
-    from rag.retrieve import Retriever
+    from rag.retrieve import RetrievalSettings, Retriever
 
-    return Retriever.open("builtin", mode="bm25")
+    return Retriever.open(RetrievalSettings(retriever="bm25"))
 
 
 def test_openai_backend_answers_and_grades(chat_server, bm25_builtin):
     server = chat_server()
-    result = run_agent(QUESTION, llm="openai", retriever_obj=bm25_builtin)
+    result = run_agent(QUESTION, llm="openai", retriever=bm25_builtin)
     assert result["answer"] == "fp16 uses 2 bytes per parameter [1]."
     assert [c["n"] for c in result["citations"]] == [1]
     assert result["warnings"] == []
@@ -97,7 +101,7 @@ def test_unreachable_openai_endpoint_falls_back_to_extractive(monkeypatch, bm25_
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     monkeypatch.setenv("RAG_OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
-    result = run_agent(QUESTION, llm="openai", retriever_obj=bm25_builtin)
+    result = run_agent(QUESTION, llm="openai", retriever=bm25_builtin)
     answer = next(s for s in result["steps"] if s["node"] == "answer")
     assert answer["backend"] == "extractive"
     assert any("failed" in w and "extractive" in w for w in answer["warnings"])
@@ -105,18 +109,18 @@ def test_unreachable_openai_endpoint_falls_back_to_extractive(monkeypatch, bm25_
 
 
 def test_timing_out_openai_endpoint_falls_back(chat_server, monkeypatch, bm25_builtin):
-    chat_server(delay=3.0)
+    chat_server(stall=True)
     monkeypatch.setenv("RAG_OPENAI_TIMEOUT", "0.5")
     t0 = time.perf_counter()
-    result = run_agent(QUESTION, llm="openai", retriever_obj=bm25_builtin)
-    assert time.perf_counter() - t0 < 3.0
+    result = run_agent(QUESTION, llm="openai", retriever=bm25_builtin)
+    assert time.perf_counter() - t0 < 3.0  # two calls (grade, answer) that each give up after 0.5 s
     steps = {s["node"]: s for s in result["steps"]}
     assert steps["answer"]["backend"] == "extractive" and "Timeout" in " ".join(steps["answer"]["warnings"])
     assert any("could not grade" in w for w in steps["grade"]["warnings"])
 
 
 def test_planted_instruction_never_reaches_the_llm(chat_server, tmp_path):
-    from rag.retrieve import Retriever
+    from rag.retrieve import RetrievalSettings, Retriever
 
     (tmp_path / "tables.md").write_text(
         "# Embedding tables\n\nAn embedding table maps each token id to a learned vector of d numbers. "
@@ -124,26 +128,52 @@ def test_planted_instruction_never_reaches_the_llm(chat_server, tmp_path):
     (tmp_path / "pca.md").write_text("# PCA\n\nPCA projects vectors onto the directions of largest variance.\n")
     server = chat_server(reply="It maps each token id to a learned vector [1].")
     result = run_agent("What does an embedding table map each token id to?", llm="openai",
-                       retriever_obj=Retriever.open(str(tmp_path), mode="bm25"))
+                       retriever=Retriever.open(RetrievalSettings(corpus=str(tmp_path), retriever="bm25")))
     sent = json.dumps(server.requests)
     assert "ACCESS GRANTED" not in sent and "instruction-like text removed" in sent
     assert "learned vector of d numbers" in sent  # the rest of the passage is still there, as data
     assert result["citations"][0]["id"].startswith("tables.md")
 
 
+@pytest.mark.slow  # 10 s on 2 busy cores, mostly importing transformers; +20 s when SmolLM2 is not yet dequantized
 def test_one_short_local_generation():
+    """A real SmolLM2 greedy decode of two tokens. One torch thread: on 2 shared cores, 2 threads decode ~10x slower."""
+    import torch
+
     from rag.agent.llm import LocalBackend
 
-    backend = LocalBackend()
-    text = backend.generate([{"role": "user", "content": "Say hello."}], max_new_tokens=6)
-    assert isinstance(text, str) and text.strip()
+    backend = LocalBackend(max_new_tokens=2)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        text = backend.generate([{"role": "user", "content": "Say hello."}])
+    finally:
+        torch.set_num_threads(threads)
+    assert isinstance(text, str) and text.strip() and len(text.split()) <= 2, text
 
 
 def test_calculator_figures_survive_an_llm_that_drops_them(chat_server, bm25_builtin):
-    chat_server(reply="The table is fairly large [1].")
-    result = run_agent("How many parameters does a 50k×768 table have?", llm="openai", retriever_obj=bm25_builtin)
+    from rag.agent.llm import OpenAIBackend
+
+    server = chat_server(reply="The table is fairly large [1].")
+    backend = OpenAIBackend()  # a backend built once and passed in, as `rag eval agent` does
+    result = run_agent("How many parameters does a 50k×768 table have?", llm=backend, retriever=bm25_builtin)
+    assert server.requests and result["steps"][-1]["backend"] == "openai"
     assert "38,400,000" in result["answer"] and "fairly large" in result["answer"]
     assert result["citations"]
+
+
+def test_backend_names_are_declared_once():
+    from rag.agent.llm import LLM_BACKENDS, check_llm, get_backend
+    from rag.config import RagError
+
+    assert LLM_BACKENDS == ("extractive", "local", "openai")
+    assert [check_llm(name) for name in LLM_BACKENDS] == list(LLM_BACKENDS)
+    with pytest.raises(RagError, match="unknown llm 'gpt-9'; valid llms: extractive, local, openai"):
+        check_llm("gpt-9")
+    with pytest.raises(RagError, match="unknown llm"):
+        get_backend("Extractive")
+    assert get_backend("extractive").name == "extractive"
 
 
 def test_extractive_short_answers_extract_a_typed_span():

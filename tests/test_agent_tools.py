@@ -62,9 +62,9 @@ def test_langchain_retriever_adapter_returns_documents():
     from langchain_core.retrievers import BaseRetriever
 
     from rag.agent.tools import make_langchain_retriever
-    from rag.retrieve import Retriever
+    from rag.retrieve import RetrievalSettings, Retriever
 
-    retriever = make_langchain_retriever(Retriever.open("builtin", mode="bm25"), k=3)
+    retriever = make_langchain_retriever(Retriever.open(RetrievalSettings(retriever="bm25")), k=3)
     assert isinstance(retriever, BaseRetriever)
     docs = retriever.invoke("How many bytes per parameter does fp16 use?")
     assert len(docs) == 3

@@ -17,9 +17,9 @@ import re
 from collections import Counter
 
 from rag.agent.text import content_words, entities, is_injection, neutralise, sentences, words
-from rag.config import RagError
+from rag.config import valid_choice
 
-LLM_NAMES = ("extractive", "local", "openai")
+LLM_BACKENDS = ("extractive", "local", "openai")  # the one list of backend names; CLI, HTTP and eval read it
 
 SYSTEM_PROMPT = (
     "You answer questions using only the numbered passages inside the <context> block. "
@@ -234,10 +234,14 @@ class LocalBackend:
         return self.generate(messages, max_new_tokens=24 if short else None)
 
 
+def check_llm(name: str) -> str:
+    """name if it is a backend name; otherwise a RagError that lists the valid ones."""
+    return valid_choice(name, LLM_BACKENDS, "llm")
+
+
 def get_backend(name: str):
     """Build a backend by name. Raises RagError for unknown names; other failures propagate to the caller."""
-    if name not in LLM_NAMES:
-        raise RagError(f"unknown llm '{name}'; valid llms: {', '.join(LLM_NAMES)}")
+    check_llm(name)
     if name == "extractive":
         return ExtractiveBackend()
     if name == "openai":

@@ -1,0 +1,269 @@
+"""The agent's graph nodes: plain functions of (state, context) that return a state update.
+
+Each node reads the run's state (a plain dict, see AgentState) and an AgentContext (the retriever, the LLM
+backend and the run's bounds), and returns only the keys it changes; LangGraph merges them (rag.agent.graph
+wires the nodes). A test can call any node on its own with a hand-made state.
+
+A "step" is one retrieval round (one or more queries searched together); max_steps bounds them.
+Each round also runs the entity lookup (rag.agent.tools.TitleLinker): passages whose titles are named in the
+question (first round) or in the best first-hop passages (second hop). Bridge questions get their second hop
+from what the first hop found: the question plus each first-hop passage's title and new entities.
+All retrieved passages are ranked by tier (see ranked_ids); all_gold@10 in rag.agent_eval scores that list.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any, TypedDict
+
+from rag.agent.llm import ExtractiveBackend
+from rag.agent.planner import HOP_FROM, bridge_queries, nothing_found_answer, plan_question, rewrite_query
+from rag.agent.text import is_injection, overlap
+from rag.retrieve import Hit, Retriever
+
+FIRST_TIER = 7  # how many of the first search's hits rank ahead of lookups and second-hop hits
+KEEP_OVERLAP = 0.34  # share of the query's content words a passage must contain to count as relevant
+KEEP_OVERLAP_TOP = 0.2  # a lower bar for the first hit of a query
+JUDGE_KEEPS = 0.6  # overlap at which a passage stays kept even when the LLM judge rejects it
+MAX_CONTEXT = 8  # passages handed to the answer step
+
+
+class AgentState(TypedDict, total=False):
+    question: str
+    mode: str
+    plan_hop: bool
+    sub_questions: list[str]
+    bridge_template: str | None
+    calc: dict | None
+    pending: list[dict]  # searches for the next round: {"query", "tier"}
+    lookups: list[dict]  # entity lookups for the next round: {"source", "ids", "tier"}
+    round: int
+    hop: int
+    found: dict  # passage id -> {"hit", "round", "rank", "query", "via", "kept", "overlap"}
+    lists: list  # every ranked list of the run: {"tier", "source", "ids"}; ranked_ids merges them
+    last_round: list
+    rewrites: int
+    answer: str
+    citations: list
+    steps: Annotated[list, operator.add]
+    warnings: Annotated[list, operator.add]
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """What the nodes need besides the state: a rag.retrieve.Retriever, an LLM backend (rag.agent.llm), the
+    hits per search (k), the bound on retrieval rounds, the entity linker (None: no lookups) and the answer length."""
+
+    retriever: Retriever
+    backend: Any
+    k: int = 5
+    max_steps: int = 4
+    linker: Any = None
+    short_answer: bool = False
+
+
+def analyze(state: AgentState, ctx: AgentContext) -> dict:
+    """Plan the question: its mode, sub-questions, the calculator, the first searches and entity lookups."""
+    plan = plan_question(state["question"])
+    pending = [{"query": q, "tier": 0} for q in plan["queries"]]
+    pending += [{"query": q, "tier": 2} for q in plan["extra_queries"]]
+    mentioned = ctx.linker.mentions(state["question"]) if ctx.linker else []
+    lookups = [{"source": "titles named in the question", "ids": mentioned, "tier": 1}] if mentioned else []
+    step = {"node": "analyze", "mode": plan["mode"], "sub_questions": plan["sub_questions"],
+            "calculator": plan["calc"]["text"] if plan["calc"] else None,
+            "queries": [p["query"] for p in pending], "lookups": mentioned}
+    return {"mode": plan["mode"], "plan_hop": plan["hop"], "sub_questions": plan["sub_questions"], "calc": plan["calc"],
+            "bridge_template": plan["bridge_template"], "pending": pending, "lookups": lookups, "round": 0,
+            "hop": 1, "found": {}, "lists": [], "rewrites": 0, "steps": [step]}
+
+
+def retrieve(state: AgentState, ctx: AgentContext) -> dict:
+    """One round: search the pending queries together, resolve the pending lookups, record every ranked list."""
+    pending, lookups = state["pending"], state.get("lookups") or []
+    rnd = state["round"] + 1
+    results = ctx.retriever.search_many([p["query"] for p in pending], ctx.k) if pending else []
+    found, lists, new_ids = dict(state["found"]), list(state["lists"]), []
+    by_id = ctx.retriever.corpus.passage_by_id
+
+    def add(pid: str, hit, rank: int, query: str, via: str) -> None:
+        if pid not in found:
+            found[pid] = {"hit": hit, "round": rnd, "rank": rank, "query": query, "via": via, "kept": None}
+            new_ids.append(pid)
+
+    for p, hits in zip(pending, results):
+        ids = [h.passage.id for h in hits]
+        lists.append({"tier": p["tier"], "source": p["query"], "ids": ids})
+        if p["tier"] == 0:  # the rest of a first search ranks after the lookups and the second hop
+            lists[-1]["ids"] = ids[:FIRST_TIER]
+            lists.append({"tier": 3, "source": p["query"], "ids": ids[FIRST_TIER:]})
+        for rank, h in enumerate(hits):
+            add(h.passage.id, h, rank, p["query"], "search")
+    for lk in lookups:
+        lists.append({"tier": lk["tier"], "source": lk["source"], "ids": lk["ids"]})
+        for rank, pid in enumerate(lk["ids"]):
+            add(pid, Hit(by_id[pid], 0.0), rank, state["question"], "lookup")
+    step = {"node": "retrieve", "round": rnd, "queries": [p["query"] for p in pending],
+            "lookups": [lk["source"] for lk in lookups],
+            "hits": [_hit_brief(found[i]["hit"]) for i in new_ids[: 2 * ctx.k]], "new": len(new_ids)}
+    return {"found": found, "lists": lists, "last_round": new_ids, "round": rnd, "pending": [], "lookups": [],
+            "steps": [step]}
+
+
+def grade(state: AgentState, ctx: AgentContext) -> dict:
+    """Keep the last round's passages that share enough content words with their query (lookups are kept);
+    a backend that can judge may then rescue or reject them. Planted instructions are flagged, never obeyed."""
+    found = {i: dict(v) for i, v in state["found"].items()}
+    ids = state["last_round"]
+    warnings, judged_by = [], "overlap"
+    for pid in ids:
+        f = found[pid]
+        p = f["hit"].passage
+        ov = overlap(f["query"], f"{p.title} {p.text}")
+        f["overlap"] = round(ov, 3)
+        f["kept"] = ov >= KEEP_OVERLAP or (f["rank"] == 0 and ov >= KEEP_OVERLAP_TOP) or f["via"] == "lookup"
+        if is_injection(p.text):
+            warnings.append(f"passage {pid} contains instruction-like text; it was treated as data")
+    if getattr(ctx.backend, "can_judge", False) and ids:
+        passages = [{"n": j + 1, "id": pid, "title": found[pid]["hit"].passage.title,
+                     "text": found[pid]["hit"].passage.text} for j, pid in enumerate(ids)]
+        try:
+            verdict = ctx.backend.judge(state["question"], passages)
+            if verdict is not None:
+                judged_by = f"overlap+{ctx.backend.name}"
+                for pid, ok in zip(ids, verdict):  # the LLM may rescue or reject what overlap decided
+                    found[pid]["kept"] = bool(ok) or (found[pid]["kept"] and found[pid]["overlap"] >= JUDGE_KEEPS)
+        except Exception as exc:  # a failing judge is no judge
+            warnings.append(f"{ctx.backend.name} could not grade passages ({type(exc).__name__}); used overlap only")
+    kept = [pid for pid in ids if found[pid]["kept"]]
+    step = {"node": "grade", "round": state["round"], "judged_by": judged_by,
+            "kept": [{"id": pid, "overlap": found[pid]["overlap"]} for pid in kept],
+            "dropped": len(ids) - len(kept)}
+    if warnings:
+        step["warnings"] = warnings
+    return {"found": found, "steps": [step], "warnings": warnings}
+
+
+def route(state: AgentState, ctx: AgentContext) -> str:
+    """After grading: rewrite when nothing was ever kept, hop when a multi-hop plan is on its first hop, else answer
+    (also once max_steps rounds have run)."""
+    kept_any = any(state["found"][pid]["kept"] for pid in state["last_round"])
+    steps_left = state["round"] < ctx.max_steps
+    if not kept_any and steps_left and not any(f["kept"] for f in state["found"].values()):
+        return "rewrite"
+    if state["plan_hop"] and state["hop"] == 1 and steps_left:
+        return "hop"
+    return "answer"
+
+
+def rewrite(state: AgentState, ctx: AgentContext) -> dict:
+    """A new search for the next round, because nothing retrieved so far was relevant."""
+    query = rewrite_query(state["question"], state["rewrites"], state["sub_questions"])
+    step = {"node": "rewrite", "reason": "no retrieved passage was relevant", "query": query}
+    return {"pending": [{"query": query, "tier": 0}], "rewrites": state["rewrites"] + 1, "steps": [step]}
+
+
+def hop(state: AgentState, ctx: AgentContext) -> dict:
+    """The second hop: bridge queries and entity lookups built from the best kept first-hop passages."""
+    first = [pid for pid in ranked_ids(state) if state["found"][pid]["kept"]][:HOP_FROM]
+    kept = [state["found"][pid]["hit"].passage for pid in first]
+    queries = bridge_queries(state["question"], state["sub_questions"], state["bridge_template"], kept)
+    lookups = []
+    if ctx.linker:
+        for p in kept:
+            ids = ctx.linker.mentions(p.text, exclude={p.id})
+            if ids:
+                lookups.append({"source": f"titles named in {p.title}", "ids": ids, "tier": 1})
+    step = {"node": "hop", "reason": "second hop from first-hop findings", "from": [p.title for p in kept],
+            "queries": queries, "lookups": [lk["source"] for lk in lookups]}
+    return {"hop": 2, "pending": [{"query": q, "tier": 2} for q in queries], "lookups": lookups, "steps": [step]}
+
+
+def after_hop(state: AgentState, ctx: AgentContext | None = None) -> str:
+    """Retrieve again when the hop found something to search or look up; otherwise answer."""
+    return "retrieve" if state["pending"] or state["lookups"] else "answer"
+
+
+def answer(state: AgentState, ctx: AgentContext) -> dict:
+    """Answer from the best kept passages (and the calculator's note) with [n] citations that match passages.
+    A backend that fails or answers nothing is replaced by the extractive one, with a warning."""
+    context = [pid for pid in ranked_ids(state) if state["found"][pid]["kept"]][:MAX_CONTEXT]
+    calc = state.get("calc")
+    passages = [{"n": j + 1, "id": pid, "title": state["found"][pid]["hit"].passage.title,
+                 "text": state["found"][pid]["hit"].passage.text,
+                 "score": float(state["found"][pid]["hit"].score)} for j, pid in enumerate(context)]
+    if not passages and not calc:
+        step = {"node": "answer", "backend": "none", "citations": []}
+        return {"answer": nothing_found_answer(state["question"]), "citations": [], "steps": [step]}
+    notes = []
+    if calc:
+        source = max(passages, key=lambda p: overlap(calc["topic"], p["title"] + " " + p["text"]), default=None)
+        notes.append(calc["text"] + (f" [{source['n']}]" if source else ""))
+    # the calculator already answers its part of a multi-part question
+    subs = [q for q in state["sub_questions"] if not calc or q != calc.get("part")]
+    text, used, warnings = _answer_with_fallback(ctx, state["question"], passages, notes, subs)
+    if calc and notes and not _has_figures(text, calc):
+        text = notes[0] + " " + text  # the exact figures must survive a model that dropped them
+    text, citations, cite_warn = attach_citations(text, passages)
+    warnings += cite_warn
+    step = {"node": "answer", "backend": used.name, "citations": [c["id"] for c in citations]}
+    if warnings:
+        step["warnings"] = warnings
+    return {"answer": text, "citations": citations, "steps": [step], "warnings": warnings}
+
+
+def ranked_ids(state: AgentState) -> list[str]:
+    """All retrieved ids, best first: by tier (first search's top hits, entity lookups, second-hop and other
+    searches, the rest of the first search), and within a tier rank by rank across its lists."""
+    out: dict[str, None] = {}
+    for tier in sorted({lst["tier"] for lst in state["lists"]}):
+        group = [lst["ids"] for lst in state["lists"] if lst["tier"] == tier]
+        for rank in range(max(len(ids) for ids in group)):
+            for ids in group:
+                if rank < len(ids):
+                    out.setdefault(ids[rank], None)
+    return list(out)
+
+
+def attach_citations(text: str, passages: list[dict]) -> tuple[str, list[dict], list[str]]:
+    """Map [n] in the answer to passages; drop numbers that match none; cite the context if the backend did not."""
+    by_n = {p["n"]: p for p in passages}
+    warnings = []
+    bad = sorted({int(n) for n in re.findall(r"\[(\d+)\]", text)} - set(by_n))
+    if bad:
+        warnings.append(f"answer cited unknown passages {bad}; those markers were removed")
+        text = re.sub(r"\[(\d+)\]", lambda m: m.group(0) if int(m.group(1)) in by_n else "", text)
+    cited = [int(n) for n in dict.fromkeys(re.findall(r"\[(\d+)\]", text))]
+    if not cited and passages:
+        cited = [p["n"] for p in passages[:3]]
+        text = text.rstrip() + " " + "".join(f"[{n}]" for n in cited)
+    citations = [{"n": n, "id": by_n[n]["id"], "title": by_n[n]["title"], "score": round(by_n[n]["score"], 4)}
+                 for n in sorted(cited)]
+    return text, citations, warnings
+
+
+def _answer_with_fallback(ctx: AgentContext, question: str, passages: list[dict], notes: list[str],
+                          subs: list[str]) -> tuple[str, Any, list[str]]:
+    """(answer text, the backend that wrote it, warnings)."""
+    try:
+        text = ctx.backend.answer(question, passages, notes, subs, short=ctx.short_answer)
+        if not text.strip():
+            raise RuntimeError("empty answer")
+        return text, ctx.backend, []
+    except Exception as exc:
+        used = ExtractiveBackend()
+        warning = (f"llm backend '{ctx.backend.name}' failed ({type(exc).__name__}: {str(exc)[:120]}); "
+                   "answered with extractive")
+        return used.answer(question, passages, notes, subs, short=ctx.short_answer), used, [warning]
+
+
+def _hit_brief(hit) -> dict:
+    return {"id": hit.passage.id, "title": hit.passage.title, "score": round(float(hit.score), 4)}
+
+
+def _has_figures(text: str, calc: dict) -> bool:
+    """Whether the answer already states the calculator's main figure (e.g. 38,400,000)."""
+    figures = re.findall(r"\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?", calc["text"])
+    main = max(figures, key=len) if figures else ""
+    return bool(main) and (main in text or main.replace(",", "") in text)
