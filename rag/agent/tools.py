@@ -186,24 +186,40 @@ def calculate(question: str) -> CalcResult | None:
     return None
 
 
-def make_langchain_retriever(retriever, k: int = 5):
-    """Wrap a rag.retrieve.Retriever as a langchain-core BaseRetriever returning Documents."""
+def make_langchain_retriever(retriever, k: int = 5, search_kwargs: dict | None = None):
+    """Wrap a retriever (rag.retrieve.Retriever or rag.api.Searcher) as a langchain-core BaseRetriever.
+
+    search_kwargs ({"k": n, "where": "source=GLOB"}) are the defaults of every call; `invoke(query, k=1)` and
+    `invoke(query, where=...)` override them for one call, as LangChain's standard retriever tests expect."""
+    from dataclasses import replace
+
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
 
     class RagRetriever(BaseRetriever):
-        """langchain-core adapter: each hit becomes a Document with id, title and score in its metadata."""
+        """langchain-core adapter: each hit becomes a Document with id, title, source, score and the passage's
+        metadata (heading, page, mtime where it has them)."""
 
         inner: Any
         k: int = 5
+        search_kwargs: dict = {}
 
-        def _get_relevant_documents(self, query: str, *, run_manager=None) -> list[Document]:
-            hits = self.inner.search(query, k=self.k)
+        def _get_relevant_documents(self, query: str, *, run_manager=None, **kwargs) -> list[Document]:
+            options = {"k": self.k, **self.search_kwargs, **kwargs}
+            k, where = options.pop("k"), options.pop("where", None)
+            if options:
+                from rag.config import RagError
+
+                raise RagError(f"unknown search option(s) {', '.join(options)}; use k and where")
+            inner = self.inner
+            if where is not None and hasattr(inner, "settings") and not hasattr(inner, "retriever"):
+                inner = replace(inner, settings=replace(inner.settings, where=where), timings={})  # a plain Retriever
+                where = None
+            hits = inner.search(query, k=k, **({"where": where} if where is not None else {}))
             return [Document(page_content=h.passage.text, id=h.passage.id,
-                             metadata={"id": h.passage.id, "title": h.passage.title, "score": float(h.score),
-                                       "source": h.passage.source}) for h in hits]
+                             metadata={k_: v for k_, v in h.as_dict().items() if k_ != "text"}) for h in hits]
 
-    return RagRetriever(inner=retriever, k=k)
+    return RagRetriever(inner=retriever, k=(search_kwargs or {}).get("k", k), search_kwargs=dict(search_kwargs or {}))
 
 
 class TitleLinker:
