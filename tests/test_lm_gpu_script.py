@@ -1,0 +1,28 @@
+"""scripts/gpu_sweep.sh runs end to end on the CPU with a tiny budget, so the GPU path cannot rot unseen."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_gpu_sweep_script_runs_tiny_on_cpu(tmp_path, wiki_slice):
+    corpus = wiki_slice(tmp_path / "slice", 100_000)
+    out = tmp_path / "gpu"
+    env = {**os.environ, "PYTHON": sys.executable, "CORPUS": str(corpus), "DIMS": "16,32", "TOKENS": str(10 * 8 * 32),
+           "BATCH": "8", "EXTRA_ARGS": "--layers 1 --heads 2 --vocab 400 --context 32 --threads 1 --slices 2",
+           "SEARCH_N": "2000", "SEARCH_Q": "16", "SEARCH_DIMS": "16,32", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "gpu_sweep.sh"), str(out)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads((out / "sweep" / "results.json").read_text())
+    assert data["plan"]["budget"] == "tokens" and [r["tokens_seen"] for r in data["rows"]] == [10 * 8 * 32] * 2
+    assert all(r["tied"] and r["pos"] == "learned" for r in data["rows"])
+    timings = json.loads((out / "search_timings.json").read_text())
+    assert {t["d"] for t in timings} == {16, 32} and all(t["ms_per_query"] > 0 for t in timings)
+    assert (out / "sweep" / "compute_frontier.png").exists() and (out / "search_timings.md").exists()
