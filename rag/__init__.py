@@ -5,7 +5,7 @@ The Python API (rag.api: open_retriever, ask, as_langchain_retriever) is importe
 `import rag` stays light.
 """
 
-__version__ = "0.1.0"
+from rag.config import VERSION as __version__
 __all__ = ["open_retriever", "ask", "as_langchain_retriever"]
 
 

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterable
 
+VERSION = "0.1.0"
 REPO_DIR = Path(__file__).resolve().parent.parent
 BUILTIN_CORPUS_DIR = REPO_DIR / "corpus"
 MAX_QUESTION_CHARS = 8000
@@ -23,6 +24,12 @@ MAX_QUESTION_CHARS = 8000
 
 class RagError(Exception):
     """An error caused by the user's input or environment. The message is one line: what went wrong, what to do."""
+
+
+class RagWarning(UserWarning):
+    """Something the user should know that did not stop the work (a discarded cache, cut passages, a long wait).
+
+    Library code raises it with warnings.warn; the CLI prints each as one `warning:` line."""
 
 
 def runtime_environment() -> None:
