@@ -189,8 +189,9 @@ def sweep_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
 @app.command("report")
 @handle_errors
 def report_cmd(out: str = typer.Option("results/lm", help="A sweep directory."),
-               lr_scan: str = typer.Option(None, help="An lr-scan directory to include."),
-               init_run: str = typer.Option(None, help="A run of the smallest d with the other --init, to compare.")):
+               lr_scan: str = typer.Option(None, help="lr-scan directories to include (comma-separated)."),
+               init_runs: str = typer.Option(None, help="Run directories of one d and budget with each --init "
+                                                        "(comma-separated), tabulated side by side.")):
     """Redraw report.md, the tables and the plots of a (finished or partial) sweep."""
     from pathlib import Path
 
@@ -199,7 +200,7 @@ def report_cmd(out: str = typer.Option("results/lm", help="A sweep directory."),
 
     rows, plan = load_sweep(out)
     write_tables(rows, Path(out), plan)
-    console.print(f"report: {write_report(rows, Path(out), plan, lr_scan=lr_scan, init_run=init_run)}")
+    console.print(f"report: {write_report(rows, Path(out), plan, lr_scan=lr_scan, init_run=init_runs)}")
 
 
 @app.command("lr-scan")

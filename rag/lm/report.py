@@ -251,18 +251,21 @@ def write_report(rows: list[dict], out_dir: Path, plan: dict, lr_scan: str | Non
 
 
 def extra_sections(lr_scan: str | None, init_run: str | None, rows: list[dict]) -> list[str]:
-    """The LR-scan verdicts and the init comparison, when their folders are given."""
+    """The LR-scan verdicts (comma-separated scan folders) and an init comparison (comma-separated run folders)."""
     out = []
-    if lr_scan and (Path(lr_scan) / "lr_scan.json").exists():
-        scan = json.loads((Path(lr_scan) / "lr_scan.json").read_text())
-        out += ["", "## Learning-rate scan", "", scan.get("budget_rule", ""), "", scan.get("table", ""), ""]
-        out += [f"- {v}" for v in scan.get("verdicts", [])]
-    if init_run and (Path(init_run) / "result.json").exists():
-        other = json.loads((Path(init_run) / "result.json").read_text())
-        same = next((r for r in rows if r["dim"] == other["dim"]), None)
-        if same:
-            out += ["", "## Initialisation", "", "| d | init | tokens | val ppl | test ppl | test bpb |", "|---|---|---|---|---|---|"]
-            for r in (same, other):
-                out.append(f"| {r['dim']} | {r.get('init', 'gpt2')} | {r['tokens_seen']:,} | {r['val_ppl']:.1f} | "
-                           f"{r['test_ppl']:.1f} | {r.get('test_bpb', math.nan):.3f} |")
+    scans = [Path(p) for p in (lr_scan or "").split(",") if p and (Path(p) / "lr_scan.json").exists()]
+    if scans:
+        out += ["", "## Learning-rate scan", ""]
+        for folder in scans:
+            scan = json.loads((folder / "lr_scan.json").read_text())
+            out += [scan.get("budget_rule", ""), "", scan.get("table", ""), ""]
+            out += [f"- {v}" for v in scan.get("verdicts", [])] + [""]
+    runs = [json.loads((Path(p) / "result.json").read_text()) for p in (init_run or "").split(",")
+            if p and (Path(p) / "result.json").exists()]
+    if runs:
+        out += ["", "## Initialisation (same d, same budget)", "",
+                "| d | init | LR | tokens | val ppl | test ppl | test bpb |", "|---|---|---|---|---|---|---|"]
+        for r in runs:
+            out.append(f"| {r['dim']} | {r.get('init', 'gpt2')} | {r['lr']:.2e} | {r['tokens_seen']:,} | {r['val_ppl']:.1f} | "
+                       f"{r['test_ppl']:.1f} | {r.get('test_bpb', math.nan):.3f} |")
     return out
