@@ -16,6 +16,7 @@ import shutil
 import time
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -23,8 +24,8 @@ from rag.config import RagError, cache_dir, index_dir
 from rag.corpus import Corpus, Passage
 from rag.encoders import get_encoder
 from rag.encoders.base import document_text
-from rag.encoders.cache import (cached_embeddings, embed_corpus_counted, passage_cache_dir, save_passage_vectors,
-                                slug, text_key)
+from rag.encoders.cache import (cached_embeddings, embed_corpus_counted, embedding_cache_dir, load_passage_vectors,
+                                load_vectors, save_passage_vectors, slug, text_key)
 from rag.store import build_and_save
 from rag.versions import READERS, build_lock, prune_versions, read_manifest, version_folders
 
@@ -63,13 +64,32 @@ def update_indexes(corpus: Corpus, progress=None) -> list[dict]:
             rows.append({**row, "status": "up to date", **passage_diff(corpus.passages, corpus.passages)})
             continue
         start = time.perf_counter()
-        diff = passage_diff(stored_passages(link.resolve()), corpus.passages)
+        old = stored_passages(link.resolve())
+        diff = passage_diff(old, corpus.passages)
+        seed_passage_cache(old, m["corpus_hash"], m["encoder"])  # an index built before the per-passage cache
         if cached_embeddings(corpus, m["encoder"]) is None:  # encode only what the caches do not hold
             _, row["encoded"] = embed_corpus_counted(corpus, get_encoder(m["encoder"]), progress=progress)
         built = build_and_save(corpus, m["encoder"], m["dim"], m["kind"], m["reduce"], progress=progress)
         rows.append({**row, **diff, "status": "updated", "vectors": built["vectors"],
                      "seconds": round(time.perf_counter() - start, 3)})
     return rows
+
+
+def seed_passage_cache(passages: list[Passage], corpus_hash: str, encoder_name: str) -> int:
+    """Copy the per-corpus cached vectors of an earlier corpus content into the per-passage cache (encoders
+    without corpus statistics only); returns how many vectors were added."""
+    folder = embedding_cache_dir(SimpleNamespace(content_hash=corpus_hash), encoder_name)
+    if (folder / "encoder_state.npz").exists():  # IDF-weighted: every vector depends on the whole corpus
+        return 0
+    vectors = load_vectors(folder / "vectors.npy", len(passages))
+    if vectors is None:
+        return 0
+    keys = [text_key(document_text(p)) for p in passages]
+    known = load_passage_vectors(encoder_name, set(keys))
+    missing = [i for i, k in enumerate(keys) if k not in known]
+    if missing:
+        save_passage_vectors(encoder_name, [keys[i] for i in missing], vectors[missing])
+    return len(missing)
 
 
 def hold_version(version: Path | str | None):

@@ -96,3 +96,19 @@ def test_markdown_edge_cases():
     assert parse_markdown("---\ntitle: 2024-01-02\n---\nx").metadata == {"title": "2024-01-02"}
     rst = parse_rst("Title\n=====\n\n.. unknown-directive:: x\n\nBody text.\n")
     assert rst.title == "Title" and [b.text for b in rst.blocks] == ["Body text."]
+
+
+@pytest.mark.slow
+def test_eval_retrieval_on_your_own_folder_with_path_and_passage_qrels(cli, folder, tmp_path):
+    (tmp_path / "q.jsonl").write_text('{"_id": "q1", "text": "how do I install widget with http2"}\n'
+                                      '{"_id": "q2", "text": "what does a block and tackle multiply"}\n')
+    (tmp_path / "q.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tguides/widget.md\t1\nq2\tpulleys.pdf#1\t1\n")
+    out = tmp_path / "out"
+    result = cli(["eval", "retrieval", "--dataset", folder, "--queries", tmp_path / "q.jsonl", "--qrels",
+                  tmp_path / "q.tsv", "--encoders", "minilm", "--dims", 32, "--reduce", "pca", "--index", "flat",
+                  "--retriever", "bm25,dense", "--timed-queries", 2, "--out", out])
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "results.json").read_text())
+    assert data["data"]["queries"] == 2 and data["data"]["qrels_check"]["unknown_doc_ids"] == 0
+    assert data["data"]["multi_gold_queries"] == 1  # guides/widget.md stands for its three passages
+    assert all(r["ndcg@10"] > 0.5 for r in data["rows"] if r["retriever"] in ("bm25", "dense"))
