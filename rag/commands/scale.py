@@ -1,0 +1,134 @@
+"""`rag bench scale` (cost growth in N, bandwidth, projections) and `rag shards ...` (Ray-sharded indexes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from rag.commands.common import console, handle_errors, print_json, safe
+
+
+def parse_list(text: str, cast, what: str) -> list:
+    try:
+        values = [cast(float(v)) if cast is int else cast(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        from rag.config import RagError
+
+        raise RagError(f"{what} must be a comma-separated list of numbers, got {text!r}") from None
+    if not values:
+        from rag.config import RagError
+
+        raise RagError(f"{what} is empty")
+    return values
+
+
+def bench_scale(ns: str = typer.Option("10000,100000,1000000", "--n", help="Vector counts N (1e6 works)."),
+                dims: str = typer.Option("64,128,384", "--dims", help="Dimensions d."),
+                kinds: str = typer.Option("flat,ivf-flat,ivf-pq,hnsw,sq8,binary", "--kinds", help="Index kinds."),
+                queries: int = typer.Option(100, help="Held-out queries per cell (recall and batch QPS)."),
+                single: int = typer.Option(30, help="Single queries timed per cell (fewer if a cell is slow)."),
+                hnsw_max: int = typer.Option(300_000, help="Skip hnsw above this N (its build is the slowest)."),
+                out: Path = typer.Option(Path("results/scale"), help="Folder for results.json and plots."),
+                resume: bool = typer.Option(False, "--resume", help="Keep the cells already in results.json."),
+                isolate: bool = typer.Option(True, "--isolate/--in-process",
+                                             help="Each cell in a fresh process (its own peak RSS), or all in this one."),
+                bandwidth_mb: int = typer.Option(512, help="Array size for the memory-bandwidth measurement."),
+                project: str = typer.Option("", "--project", help="Also print the arithmetic for these N, e.g. 1e8,1e9."),
+                only_project: bool = typer.Option(False, "--only-project", help="Project from results.json; measure nothing."),
+                ram_gb: float = typer.Option(256.0, help="RAM per machine (projection)."),
+                gpus: int = typer.Option(8, help="GPUs that encode (projection)."),
+                gpu_rate: float = typer.Option(5000.0, help="Assumed MiniLM passages/s per GPU (projection)."),
+                rtt_ms: float = typer.Option(1.0, help="Assumed network round trip per fan-out (projection)."),
+                as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
+    """Measure build time, bytes, peak RSS, search latency, QPS and recall@10 against N, d and index kind."""
+    _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolate, bandwidth_mb, project,
+                 only_project, ram_gb, gpus, gpu_rate, rtt_ms, as_json)
+
+
+@handle_errors
+def _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolate, bandwidth_mb, project,
+                 only_project, ram_gb, gpus, gpu_rate, rtt_ms, as_json):
+    from rag.config import RagError, valid_choice
+    from rag.index import INDEX_KINDS
+    from rag.scale import load_results, run_scale
+    from rag.scale_report import plot_growth, project as do_project
+
+    ns, dims = parse_list(ns, int, "--n"), parse_list(dims, int, "--dims")
+    kinds = parse_list(kinds, str, "--kinds")
+    for kind in kinds:
+        valid_choice(kind, INDEX_KINDS, "index kind")
+    if min(ns) < 2 * queries or min(dims) < 1:
+        raise RagError(f"every N must be at least twice --queries ({queries}) and every d at least 1")
+    if only_project:
+        results = load_results(out / "results.json")
+        if not results.get("cells"):
+            raise RagError(f"no measured cells in {out / 'results.json'}; run: rag bench scale --out {out}")
+    else:
+        results = run_scale(out, ns, dims, kinds, queries, single, hnsw_max, isolate, resume,
+                            bandwidth_mb=bandwidth_mb,
+                            progress=None if as_json else lambda what: console.print(f"[dim]measuring {safe(what)}[/]"))
+        results["plots"] = [str(p) for p in plot_growth(results, out)]
+    if project:
+        results["projection"] = do_project(results, parse_list(project, float, "--project"), ram_gb, gpus=gpus,
+                                           gpu_docs_per_s=gpu_rate, rtt_ms=rtt_ms)
+    if as_json:
+        return print_json(results)
+    render_scale(results)
+
+
+def render_scale(results: dict) -> None:
+    from rich.table import Table
+
+    from rag.scale_report import LABELS, fmt_bytes, growth_table, summary
+
+    bw = results["bandwidth"]
+    console.print(f"pool: {results['pool_vectors']:,} real MiniLM vectors; memory bandwidth (1 thread): "
+                  f"read {bw['read_gb_s']:.1f} GB/s, copy {bw['copy_gb_s']:.1f} GB/s")
+    table = Table("N", "d", "kind", "source", "build s", "bytes", "peak RSS MB", "p50 ms", "p95 ms", "batch QPS",
+                  "recall@10")
+    for c in sorted(results["cells"], key=lambda c: (c["n"], c["d"], c["kind"])):
+        table.add_row(f"{c['n']:,}", str(c["d"]), c["kind"], c.get("source", "?"), f"{c['build_s']:.2f}",
+                      fmt_bytes(c["index_bytes"]), f"{c['peak_rss_mb']:.0f}", f"{c['p50_ms']:.3f}",
+                      f"{c['p95_ms']:.3f}", f"{c['batch_qps']:.0f}", f"{c['recall_at_10']:.3f}")
+    console.print(table)
+    for s in results.get("skipped", []):
+        console.print(f"skipped N={s['n']:,} d={s['d']} {s['kind']}: {safe(s['why'])}")
+    table = Table("flat N", "d", "bytes scanned", "limit ms", "p50 ms", "× bandwidth limit")
+    for r in results.get("flat_vs_bandwidth", []):
+        table.add_row(f"{r['n']:,}", str(r["d"]), fmt_bytes(r["bytes_scanned"]), f"{r['limit_ms']:.3f}",
+                      f"{r['p50_ms']:.3f}", f"{r['ratio']:.2f}")
+    console.print(table)
+    if results.get("growth"):
+        table = Table("kind", "d", *(f"exp {label}" for label in LABELS.values()))
+        for row in growth_table(results):
+            table.add_row(*row)
+        console.print(table)
+    s = summary(results)
+    if s["ivf_pq_d128"]:
+        g = s["ivf_pq_d128"]
+        console.print(f"ivf-pq at N={s['n_max']:,} d=128: recall@10 {g['recall_at_10']:.3f}, batch QPS "
+                      f"{g['qps_ratio']:.1f}× flat, single query {g['single_speedup']:.1f}× faster")
+    for plot in results.get("plots", []):
+        console.print(f"plot: {safe(plot)}")
+    if "projection" in results:
+        render_projection(results["projection"], fmt_bytes)
+
+
+def render_projection(p: dict, fmt_bytes) -> None:
+    from rich.table import Table
+
+    a = p["assumptions"]
+    console.print(f"[bold]projection[/] (assumed: {a['ram_gb']:.0f} GB RAM per machine, {a['usable_fraction']:.0%} "
+                  f"for the index; {a['gpus']} GPUs at {a['gpu_docs_per_s']:.0f} passages/s each; "
+                  f"{a['rtt_ms']} ms round trip)")
+    table = Table("N", "kind", "d", "B/vector", "index", "machines", "per-shard p50 ms", "fan-out p50 ms",
+                  "exp", "from N")
+    for r in p["rows"]:
+        table.add_row(f"{r['target']:.0e}", r["kind"], str(r["d"]), f"{r['bytes_per_vector']:.1f}",
+                      fmt_bytes(r["bytes"]), str(r["machines"]), f"{r['shard_p50_ms']:.1f}",
+                      f"{r['fanout_p50_ms']:.1f}", f"{r['search_exponent']:.2f}", f"{r['measured_at_n']:,}")
+    console.print(table)
+    for e in p["encoding"]:
+        console.print(f"encoding {e['target']:.0e} passages: {e['gpu_hours']:.1f} h on {e['gpus']} GPUs; "
+                      f"{e['cpu_2core_days']:.0f} days on one 2-core CPU at the measured {a['cpu_docs_per_s']}/s")
