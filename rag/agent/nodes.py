@@ -20,6 +20,7 @@ from typing import Annotated, Any, TypedDict
 
 from rag.agent.llm import ExtractiveBackend
 from rag.agent.planner import HOP_FROM, bridge_queries, nothing_found_answer, plan_question, rewrite_query
+from rag.agent.injection import screen_passages, scrub_answer
 from rag.agent.text import is_injection, overlap
 from rag.retrieve import Hit, Retriever
 
@@ -193,6 +194,7 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
     passages = [{"n": j + 1, "id": pid, "title": state["found"][pid]["hit"].passage.title,
                  "text": state["found"][pid]["hit"].passage.text,
                  "score": float(state["found"][pid]["hit"].score)} for j, pid in enumerate(context)]
+    passages, flag_warnings, flagged = screen_passages(passages)  # planted instructions never reach a backend
     if not passages and not calc:
         step = {"node": "answer", "backend": "none", "citations": []}
         return {"answer": nothing_found_answer(state["question"]), "citations": [], "steps": [step]}
@@ -203,11 +205,16 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
     # the calculator already answers its part of a multi-part question
     subs = [q for q in state["sub_questions"] if not calc or q != calc.get("part")]
     text, used, warnings = _answer_with_fallback(ctx, state["question"], passages, notes, subs)
+    text, scrubbed = scrub_answer(text)  # nor leave in an answer, whichever backend wrote it
+    warnings = flag_warnings + warnings + ([f"{scrubbed} instruction-like sentence(s) removed from the answer"]
+                                           if scrubbed else [])
     if calc and notes and not _has_figures(text, calc):
         text = notes[0] + " " + text  # the exact figures must survive a model that dropped them
     text, citations, cite_warn = attach_citations(text, passages)
     warnings += cite_warn
     step = {"node": "answer", "backend": used.name, "citations": [c["id"] for c in citations]}
+    if flagged:
+        step["flagged"] = flagged
     if warnings:
         step["warnings"] = warnings
     return {"answer": text, "citations": citations, "steps": [step], "warnings": warnings}
