@@ -25,9 +25,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from rag import __version__
-from rag.config import RagError
+from rag.config import VERSION, RagError
 from rag.retrieve import RetrievalSettings
+from rag.serve.demo import add_demo
 from rag.serve.guard import ApiKey, BodyGuard, Observe
 from rag.serve.models import AskRequest, AskResponse, SearchRequest, SearchResponse, error_responses, one_line, plain
 from rag.serve.openai_api import add_openai_routes
@@ -60,7 +60,7 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
             await run_in_threadpool(service.pool.get, RetrievalSettings(**warm), None, True)
         yield
 
-    app = FastAPI(title="rag", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
+    app = FastAPI(title="rag", version=VERSION, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Agentic retrieval over FAISS indexes at any embedding width d.",
                   responses=error_responses(401))
     app.state.service = service
@@ -68,6 +68,7 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
     add_routes(app, service, started)
     add_openai_routes(app, service)
     add_docs(app)
+    add_demo(app, service)  # the demo page at / (rag/serve/demo.py)
     # Outermost first at request time: metrics and logs, hosts, CORS, the key, then the body checks.
     app.add_middleware(BodyGuard, max_body=policy.max_body)
     app.add_middleware(ApiKey, key=policy.api_key)
@@ -83,9 +84,11 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
         return JSONResponse(status_code=422, content={"detail": hide_paths(one_line(exc.errors())), "errors": errors})
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException):
-        return JSONResponse(status_code=exc.status_code, content={"detail": str(exc.detail)},
-                            headers=getattr(exc, "headers", None))
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        content = {"detail": str(exc.detail)}
+        if request.url.path.startswith("/v1/"):  # OpenAI clients read error.message
+            content["error"] = {"message": str(exc.detail), "type": "invalid_request_error", "code": exc.status_code}
+        return JSONResponse(status_code=exc.status_code, content=content, headers=getattr(exc, "headers", None))
 
     return app
 
@@ -97,7 +100,7 @@ def add_routes(app: FastAPI, service: Service, started: float) -> None:
     def health() -> dict:
         """Liveness plus what is loaded (open without the API key)."""
         loaded = [service.public(dict(row)) for row in pool.loaded()]
-        return {"status": "ok", "version": __version__, "uptime_s": round(time.time() - started, 1),
+        return {"status": "ok", "version": VERSION, "uptime_s": round(time.time() - started, 1),
                 "loaded": loaded, "opens": pool.opens, "swaps": pool.swaps, "swap_failures": pool.swap_failures,
                 "evictions": pool.evictions, "builds": pool.builds_done}
 

@@ -10,7 +10,8 @@ import time
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-OPEN_PATHS = ("/health",)  # answered without the API key (liveness probes)
+OPEN_PATHS = ("/health", "/", "/favicon.ico")  # answered without the API key (liveness probes; the demo page)
+OPEN_PREFIXES = ("/static/",)  # the demo page's files (its API calls send the key)
 access_log = logging.getLogger("rag.access")
 
 
@@ -97,7 +98,8 @@ class ApiKey:
         self.app, self.key = app, (key or "").encode()
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or not self.key or scope["path"] in OPEN_PATHS or scope["method"] == "OPTIONS":
+        if scope["type"] != "http" or not self.key or scope["path"] in OPEN_PATHS or scope["method"] == "OPTIONS" \
+                or scope["path"].startswith(OPEN_PREFIXES):
             return await self.app(scope, receive, send)
         header = dict(scope["headers"]).get(b"authorization", b"")
         scheme, _, token = header.partition(b" ")

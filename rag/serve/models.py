@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from rag.agent.llm import LLM_BACKENDS
 from rag.config import MAX_QUESTION_CHARS, RagError, check_question
@@ -67,6 +67,18 @@ class AskRequest(SettingsIn):
     max_steps: int = Field(4, ge=1, le=20, description="bound on the agent's retrieve/rewrite loop")
 
 
+def with_every_setting(model: type[BaseModel]) -> type[BaseModel]:
+    """The model plus any RetrievalSettings field it does not declare yet (same name and default, checked by
+    RetrievalSettings.validated()), so a new retrieval setting reaches the service without a schema edit here."""
+    missing = {f.name: (type(f.default) if f.default is not None else str | None, f.default)
+               for f in fields(RetrievalSettings) if f.name not in model.model_fields}
+    return create_model(model.__name__, __base__=model, **missing) if missing else model
+
+
+SearchRequest = with_every_setting(SearchRequest)
+AskRequest = with_every_setting(AskRequest)
+
+
 class PassageOut(BaseModel):
     id: str
     title: str
@@ -77,6 +89,8 @@ class PassageOut(BaseModel):
 
 class SearchResponse(BaseModel):
     """`rag search --json`."""
+
+    model_config = ConfigDict(extra="allow")
 
     question: str
     passages: list[PassageOut]
