@@ -322,7 +322,8 @@ async function drawStudy() {
 async function drawChart(container, rows, study, metric, [x, title]) {
   const escape = (f) => f.replace(/[.[\]\\]/g, "\\$&");
   const typeOf = (c) => (study.rows.some((r) => typeof r[c] === "number") ? "quantitative" : "nominal");
-  const tooltip = study.columns.map((c) => ({field: escape(c), type: typeOf(c)}));
+  const filled = study.columns.filter((c) => study.rows.some((r) => r[c] !== null && r[c] !== undefined));
+  const tooltip = filled.map((c) => ({field: escape(c), type: typeOf(c)}));
   const spec = {
     width: "container", height: 300, data: {values: rows}, autosize: {type: "fit-x", contains: "padding"},
     encoding: {x: {field: escape(x), type: "quantitative", scale: {type: "log", base: 2}, title},

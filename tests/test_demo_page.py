@@ -1,0 +1,226 @@
+"""The demo page at / in a real browser: Debian's chromium driven by selenium against a real `rag serve` (child
+process, free 127.0.0.1 port, real MiniLM + FAISS). Skipped, with the reason, where chromium or selenium is absent
+(`make test` installs both where apt-get can)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from conftest import wait_until
+from rag.commands.serve import free_port, start_server_process, stop_server_process, wait_healthy
+from rag.report import write_csv
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+HOSTILE = "<script>alert(1)</script> and [x](javascript:alert(1)) sit inside this zorblax passage."
+QUESTION = "What does the embedding dimension control, and how many parameters does a 50k x 768 table have?"
+# SciFact nDCG@10 of MiniLM with PCA (docs/retrieval): a small study in the `rag eval retrieval` CSV layout
+STUDY = [(32, 0.453), (64, 0.540), (128, 0.611), (256, 0.637), (384, 0.645)]
+
+pytestmark = pytest.mark.slow
+
+
+def browser_or_skip(tmp: Path):
+    if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
+        pytest.skip("chromium and chromedriver are not installed (apt-get install chromium chromium-driver; "
+                    "make test does it where apt-get is available)")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        pytest.skip("selenium is not installed (pip install selenium; it is in the dev extra)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--window-size=1400,1000", f"--user-data-dir={tmp / 'profile'}"):
+        options.add_argument(flag)
+    return webdriver.Chrome(service=Service(DRIVER), options=options)
+
+
+def write_study(folder: Path) -> Path:
+    rows = [{"dataset": "scifact", "encoder": "minilm", "reduce": "pca", "dim": d, "index": "flat", "retriever": "dense",
+             "device": "cpu", "ndcg@10": q, "bytes_per_vector": 4.0 * d, "index_bytes": 4 * d * 5183} for d, q in STUDY]
+    rows.append({**rows[1], "index": "ivf-pq", "ndcg@10": 0.47, "bytes_per_vector": 16.0})
+    folder.mkdir(parents=True)
+    write_csv(rows, folder / "results.csv")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """A served page: builds on, the default retriever warm, a generated folder corpus `hostile` and a study folder."""
+    root = tmp_path_factory.mktemp("demo")
+    corpus = root / "hostile"
+    corpus.mkdir()
+    (corpus / "hostile.txt").write_text(HOSTILE + "\n", encoding="utf-8")
+    (corpus / "plain.txt").write_text("Gears mesh with other gears.\n\nFlywheels store rotational energy.\n")
+    write_study(root / "study" / "tiny")
+    port, log = free_port(), root / "server.log"
+    proc = start_server_process(port, log, ["--build-missing", "--corpus", f"hostile={corpus}"],
+                                env={"RAG_INDEX_DIR": str(root / "indexes"), "RAG_STUDY_DIR": str(root / "study")})
+    url = f"http://127.0.0.1:{port}"
+    driver = None
+    try:
+        wait_healthy(url, proc, timeout=300, log_path=log)
+        driver = browser_or_skip(root)
+        yield {"url": url, "driver": driver, "root": root}
+    finally:
+        if driver is not None:
+            driver.quit()
+        stop_server_process(proc)
+
+
+def by_css(driver, css):
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, css)
+
+
+def open_page(site, path="/"):
+    driver = site["driver"]
+    driver.get(site["url"] + path)
+    wait_until(lambda: driver.execute_script("return document.body.dataset.ready === '1'"), 30, "the pickers")
+    return driver
+
+
+def choose(driver, select_id, value):
+    from selenium.webdriver.support.ui import Select
+
+    Select(by_css(driver, f"#{select_id}")[0]).select_by_value(value)
+
+
+def test_page_is_served_offline_and_open(site):
+    page = httpx.get(site["url"] + "/")
+    assert page.status_code == 200 and "/static/app.js" in page.text
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert "http://" not in page.text and "https://" not in page.text  # nothing from a CDN
+    for asset in ("app.js", "style.css", "vendor/vega.min.js", "vendor/vega-lite.min.js", "vendor/vega-embed.min.js"):
+        assert httpx.get(f"{site['url']}/static/{asset}").status_code == 200, asset
+    for sneaky in ("/static/../demo.py", "/static/%2e%2e/demo.py", "/static/..%2fpolicy.py", "/static/vendor/../../app.py"):
+        response = httpx.get(site["url"] + sneaky)
+        assert response.status_code == 404 and "import" not in response.text, sneaky
+
+
+def test_ask_streams_steps_then_the_cited_answer(site):
+    driver = open_page(site, f"/?q={quote(QUESTION)}&run=1#ask")
+    wait_until(lambda: driver.execute_script("return document.body.dataset.askState === 'done'"), 180,
+               "the streamed answer (status: %s)" % driver.execute_script("return document.body.dataset.askState"))
+    nodes = [li.get_attribute("data-node") for li in by_css(driver, "#ask-steps li")]
+    assert nodes[0] == "analyze" and "retrieve" in nodes and "grade" in nodes and nodes[-1] == "answer", nodes
+    times = driver.execute_script("return window.demoTimes")
+    assert 0 < times["firstStep"] and times["config"] < times["firstStep"]
+    cites = by_css(driver, "#ask-answer a.cite")
+    assert cites, driver.find_element("id", "ask-answer").text
+    for cite in cites:
+        target = by_css(driver, "#" + cite.get_attribute("href").split("#", 1)[1])
+        assert len(target) == 1 and target[0].tag_name == "li"
+        text = target[0].find_element("css selector", ".text").text
+        meta = target[0].find_element("css selector", ".meta").text
+        assert len(text) > 40 and "score" in meta and ".md" in meta  # passage text and its source file
+    assert "50k" in driver.find_element("id", "ask-answer").text or "38,400,000" in driver.find_element("id", "ask-answer").text
+    out = Path(os.environ.get("RAG_DEMO_TIMES", site["root"] / "first_step.json"))
+    out.write_text(json.dumps({"first_step_ms": round(times["firstStep"]), "config_ms": round(times["config"])}))
+    print(f"\npage load to first streamed step: {times['firstStep']:.0f} ms (config read at {times['config']:.0f} ms)")
+
+
+def test_side_by_side_marks_overlap_latency_and_index_size(site):
+    driver = open_page(site, "/#compare")
+    assert driver.find_element("id", "compare-a-dim").get_attribute("value") == "384"
+    assert driver.find_element("id", "compare-b-index").get_attribute("value") == "ivf-pq"
+    choose(driver, "compare-b-dim", "64")
+    driver.find_element("id", "compare-run").click()
+    wait_until(lambda: driver.execute_script("return document.body.dataset.compareState !== 'running' && "
+                                             "document.body.dataset.compareState"), 180, "both top-10 lists")
+    assert driver.execute_script("return document.body.dataset.compareState") == "done", \
+        driver.find_element("id", "compare-status").text
+    a, b = by_css(driver, "#compare-a-list li"), by_css(driver, "#compare-b-list li")
+    assert len(a) == len(b) == 10
+    ids_a, ids_b = {li.get_attribute("data-id") for li in a}, {li.get_attribute("data-id") for li in b}
+    shared = ids_a & ids_b
+    assert {li.get_attribute("data-id") for li in a if li.get_attribute("data-shared") == "1"} == shared
+    assert {li.get_attribute("data-id") for li in b if "shared" in li.get_attribute("class")} == shared
+    assert driver.find_element("id", "compare-overlap").text.startswith(f"{len(shared)} of 10")
+    for side, d in (("a", 384), ("b", 64)):
+        facts = driver.find_element("id", f"compare-{side}-facts").text
+        assert all(f"{stage} " in facts for stage in ("round trip", "encode", "dense", "total")), facts
+        assert "index size" in facts and "vectors" in facts, facts
+        assert f"d={d}" in driver.find_element("id", f"compare-{side}-title").text
+
+
+def test_study_charts_hover_and_click_fill_the_pickers(site):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.support.ui import Select
+
+    driver = open_page(site, "/#study")
+    wait_until(lambda: "study/tiny" in driver.find_element("id", "study-name").text, 30, "the study list")
+    Select(driver.find_element("id", "study-name")).select_by_value("study/tiny")
+    points = lambda chart: by_css(driver, f"#{chart} .role-mark.mark-symbol path")  # noqa: E731
+    wait_until(lambda: len(points("chart-dim")) == len(STUDY) + 1 and len(points("chart-bytes")) == len(STUDY) + 1,
+               30, "the chart points")
+    target = next(p for p in points("chart-dim") if (p.get_attribute("aria-label") or "").startswith("d (log): 128;"))
+    ActionChains(driver).move_to_element(target).perform()
+    tip = wait_until(lambda: by_css(driver, "#vg-tooltip-element.visible"), 10, "the tooltip")
+    assert "ndcg@10" in tip[0].text and "0.611" in tip[0].text
+    choose(driver, "ask-dim", "")
+    target.click()
+    wait_until(lambda: driver.execute_script("return location.hash") == "#ask", 10, "the switch to Ask")
+    assert driver.find_element("id", "ask-dim").get_attribute("value") == "128"
+    assert driver.find_element("id", "ask-retriever").get_attribute("value") == "dense"
+    assert driver.find_element("id", "ask-corpus").get_attribute("value") == "scifact"
+    assert "study row" in driver.find_element("id", "ask-status").text
+
+
+def test_hostile_passage_text_is_shown_as_text(site):
+    from selenium.common.exceptions import NoAlertPresentException
+
+    driver = open_page(site, "/#ask")
+    choose(driver, "ask-corpus", "hostile")
+    choose(driver, "ask-retriever", "bm25")
+    question = driver.find_element("id", "ask-question")
+    question.clear()
+    question.send_keys("zorblax passage script alert")
+    driver.find_element("id", "ask-run").click()
+    wait_until(lambda: driver.execute_script("return document.body.dataset.askState === 'done'"), 60, "the answer")
+    texts = [e.text for e in by_css(driver, "#ask-citations .text")]
+    assert any("<script>alert(1)</script>" in t and "[x](javascript:alert(1))" in t for t in texts), texts
+    assert not by_css(driver, "main script") and not by_css(driver, "a[href^='javascript']")
+    with pytest.raises(NoAlertPresentException):
+        driver.switch_to.alert.text  # noqa: B018
+    assert driver.execute_script("return document.querySelectorAll('#ask-citations *').length") > 0
+
+
+def test_api_key_is_asked_once_per_tab(tmp_path):
+    key = "demo-key-" + "x" * 24
+    port, log = free_port(), tmp_path / "server.log"
+    proc = start_server_process(port, log, ["--no-warm"], env={"RAG_API_KEY": key})
+    driver = None
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_healthy(url, proc, timeout=120, log_path=log)
+        driver = browser_or_skip(tmp_path)
+        driver.get(url + "/")
+        dialog = wait_until(lambda: [d for d in by_css(driver, "#key-dialog") if d.get_attribute("open") is not None],
+                            20, "the key dialog")[0]
+        dialog.find_element("id", "key-input").send_keys("wrong-key-wrong-key")
+        dialog.find_element("id", "key-submit").click()
+        wait_until(lambda: "refused" in driver.find_element("id", "key-error").text, 20, "the refusal")
+        dialog.find_element("id", "key-input").send_keys(key)
+        dialog.find_element("id", "key-submit").click()
+        wait_until(lambda: driver.execute_script("return document.body.dataset.ready === '1'"), 20, "the pickers")
+        assert driver.execute_script("return sessionStorage.getItem('rag-api-key')") == key
+        assert "auth on" in driver.find_element("id", "server-note").text
+        driver.refresh()  # same tab: the key is kept, no second prompt
+        wait_until(lambda: driver.execute_script("return document.body.dataset.ready === '1'"), 20, "the pickers")
+        assert driver.find_element("id", "key-dialog").get_attribute("open") is None
+    finally:
+        if driver is not None:
+            driver.quit()
+        stop_server_process(proc)
