@@ -6,7 +6,7 @@ export RAG_DATA_DIR ?= $(abspath ../shared/data)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test clean-indexes
+.PHONY: install demo test browser clean-indexes
 
 install: $(VENV)/.installed
 
@@ -24,7 +24,18 @@ demo: install
 	$(BIN)/rag search "How many parameters does a 50k x 768 embedding table have?" -k 3
 	$(BIN)/rag ask "What does the embedding dimension control, and how many parameters does a 50k×768 table have?"
 
-test: install
+# The demo page's browser tests (tests/test_demo_page.py) need chromium and chromedriver; they are skipped without
+# them. Installed with apt-get where it can (root, or sudo without a password); this never fails the build.
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+	  if command -v apt-get >/dev/null 2>&1; then \
+	    SUDO=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); \
+	    ($$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver) \
+	      >/dev/null 2>&1 || echo "could not install chromium: the browser tests will be skipped"; \
+	  else echo "no apt-get: install chromium and chromedriver, else the browser tests are skipped"; fi; \
+	fi
+
+test: install browser
 	$(BIN)/python -m pytest -q
 
 clean-indexes:
