@@ -6,7 +6,7 @@ export RAG_DATA_DIR ?= $(abspath ../shared/data)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test browser clean-indexes
+.PHONY: install demo test browser clean-indexes docker
 
 install: $(VENV)/.installed
 
@@ -40,3 +40,7 @@ test: install browser
 
 clean-indexes:
 	rm -rf indexes/*/
+
+# The service on the CPU in a container (see Dockerfile); run with -p 8000:8000 -e RAG_API_KEY=...
+docker:
+	docker build -t rag:latest .

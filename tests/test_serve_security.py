@@ -199,3 +199,33 @@ def test_idle_and_slow_connections_are_closed(inprocess_server):
     wait_until(lambda: closed, 10, "the trickling connection to be closed")
     idle.close()
     slow.close()
+
+
+def _docker_works() -> bool:
+    import shutil
+    import subprocess
+
+    if not shutil.which("docker"):
+        return False
+    return subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _docker_works(), reason="docker (with a running daemon) is not available here")
+def test_docker_image_builds_and_serves(tmp_path):
+    import subprocess
+
+    from conftest import REPO
+    from rag.commands.serve import free_port, wait_healthy
+
+    subprocess.run(["make", "docker"], cwd=REPO, check=True, timeout=3600)
+    port = free_port()
+    name = f"rag-test-{port}"
+    subprocess.run(["docker", "run", "-d", "--rm", "--name", name, "-p", f"127.0.0.1:{port}:8000",
+                    "-e", f"RAG_API_KEY={KEY}", "rag:latest"], check=True, timeout=60)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", None, timeout=300)
+        response = post(f"http://127.0.0.1:{port}", {"question": Q}, headers={"authorization": f"Bearer {KEY}"})
+        assert response.status_code == 200 and response.json()["passages"]
+    finally:
+        subprocess.run(["docker", "stop", name], timeout=60)
