@@ -1,31 +1,76 @@
 """The `rag` command line: parses options, calls the `rag` library, renders with rich. No logic of its own.
 
 Heavy libraries (torch, faiss, transformers, langgraph) are imported inside the commands, so `rag --help` stays fast.
+Whatever goes wrong ends in one line on stderr and exit code 1 (`--debug` shows the traceback); every RagWarning
+the library raises is printed as one `warning:` line.
 """
 
 from __future__ import annotations
 
-import typer
+import traceback
+import warnings
 
-from rag.config import runtime_environment
+import click
+import typer
+from typer.core import TyperGroup
+
+from rag.config import RagWarning, runtime_environment
 
 runtime_environment()  # before torch or faiss start their thread pools
 
-from rag.commands import agent, bench, corpus, evaluate, index, lm, search, serve
+from rag.commands import advise, agent, bench, corpus, evaluate, index, lm, scale, search, serve
+from rag.commands.common import err_console, safe, warn
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one printable line: its type, its message, no control characters or undecodable bytes."""
+    message = " ".join(str(exc).split()) or "(no message)"
+    message = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    return f"{type(exc).__name__}: {message}"[:500]
+
+
+class RagGroup(TyperGroup):
+    """The root group: RagWarnings become `warning:` lines, and no exception leaves as a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        debug = bool(ctx.params.get("debug"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", RagWarning)
+            shown = warnings.showwarning
+            warnings.showwarning = lambda m, c, *a, **k: warn(str(m)) if issubclass(c, RagWarning) else shown(m, c, *a, **k)
+            try:
+                return super().invoke(ctx)
+            except (click.exceptions.Exit, click.ClickException, click.Abort, typer.Exit, typer.Abort, SystemExit):
+                raise
+            except Exception as exc:  # noqa: BLE001 - the last line of defence
+                if debug:
+                    err_console.print(safe(traceback.format_exc()), highlight=False, soft_wrap=True)
+                err_console.print(f"[bold red]error:[/] {safe(one_line(exc))} (run with --debug for the traceback)",
+                                  highlight=False, soft_wrap=True)
+                raise click.exceptions.Exit(1) from None
+
 
 app = typer.Typer(
     name="rag",
+    cls=RagGroup,
     help="Agentic RAG at any embedding dimension d: corpora, encoders, FAISS indexes, an agent, and the d studies.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+
+@app.callback()
+def main(debug: bool = typer.Option(False, "--debug", help="On an unexpected error, print the full traceback.")):
+    """Agentic RAG at any embedding dimension d: corpora, encoders, FAISS indexes, an agent, and the d studies."""
+
 app.command("ask")(agent.ask)
+app.command("advise")(advise.advise)
 app.command("search")(search.search)
 app.command("serve")(serve.serve)
 app.add_typer(corpus.app, name="corpus")
 app.add_typer(index.app, name="index")
+app.add_typer(scale.shards_app, name="shards")
 app.add_typer(lm.app, name="lm")
 
 eval_app = typer.Typer(help="Evaluations: retrieval quality and cost against d, and the agent.", no_args_is_help=True)
@@ -36,6 +81,7 @@ app.add_typer(eval_app, name="eval")
 bench_app = typer.Typer(help="Benchmarks: commands that print figures and ratios measured side by side.", no_args_is_help=True)
 bench_app.command("search")(bench.bench_search)
 bench_app.command("serve")(serve.bench_serve)
+bench_app.command("scale")(scale.bench_scale)
 app.add_typer(bench_app, name="bench")
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from functools import cached_property
 from pathlib import Path
 
 from rag.config import BUILTIN_CORPUS_DIR, RagError, data_dir
+from rag.limits import cap_passages
 
 NAMED_CORPORA = {
     "builtin": "the project's own markdown documents (corpus/)",
@@ -85,15 +86,28 @@ def _decode(raw: bytes) -> tuple[str, bool]:
         return raw.decode("utf-8", errors="replace"), False
 
 
-def _read_jsonl(path: Path) -> tuple[list[dict], int]:
+def _read_jsonl(path: Path, required: tuple[str, ...] = ("_id",), strings: tuple[str, ...] = ("title", "text")
+                ) -> tuple[list[dict], int]:
+    """The JSON objects of a JSONL file; a malformed line is a RagError naming the file and the line number."""
     rows, invalid = [], 0
     with open(path, "rb") as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
-            text, ok = _decode(line)
-            invalid += not ok
-            rows.append(json.loads(text))
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:
+                text, invalid = line.decode("utf-8", errors="replace"), invalid + 1
+            try:
+                row = json.loads(text)
+            except ValueError as e:
+                raise RagError(f"{path}, line {number}: not valid JSON ({getattr(e, 'msg', e)}); fix or remove that line") from None
+            bad = ["an object"] if not isinstance(row, dict) else (
+                [f'"{k}"' for k in required if type(row.get(k)) not in (str, int)]
+                + [f'"{k}" as a string' for k in strings if row.get(k) is not None and not isinstance(row.get(k), str)])
+            if bad:
+                raise RagError(f"{path}, line {number}: needs {bad[0]} ({text.strip()[:60]!r})")
+            rows.append(row)
     return rows, invalid
 
 
@@ -147,19 +161,20 @@ def load_folder(folder: Path, name: str | None = None) -> Corpus:
             passages.append(Passage(id=f"{rel}#{i}", title=title, text=chunk, source=rel))
     if not passages:
         raise RagError(f"no .md or .txt documents found in {folder}; point --corpus at a folder of text files")
+    passages = cap_passages(passages)
     return Corpus(name=name or str(folder), passages=passages, source=str(folder), invalid_utf8=invalid)
 
 
 def load_beir(folder: Path, name: str | None = None, split: str = "test") -> Corpus:
     """A BEIR-layout folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv."""
     rows, invalid = _read_jsonl(folder / "corpus.jsonl")
-    passages = [
+    passages = cap_passages([
         Passage(id=str(r["_id"]), title=r.get("title") or "", text=r.get("text") or "", source=f"{folder.name}:{r['_id']}")
         for r in rows
-    ]
+    ])
     queries: list[Query] = []
     if (folder / "queries.jsonl").exists():
-        qrows, q_invalid = _read_jsonl(folder / "queries.jsonl")
+        qrows, q_invalid = _read_jsonl(folder / "queries.jsonl", ("_id", "text"), ())
         invalid += q_invalid
         queries = [Query(id=str(r["_id"]), text=r["text"], metadata=r.get("metadata") or {}) for r in qrows]
     qrels = load_qrels_file(folder / "qrels" / f"{split}.tsv") if (folder / "qrels" / f"{split}.tsv").exists() else {}
@@ -238,7 +253,7 @@ def load_queries_file(path: str | Path) -> list[Query]:
     path = Path(path)
     if not path.exists():
         raise RagError(f"queries file not found: {path}")
-    rows, _ = _read_jsonl(path)
+    rows, _ = _read_jsonl(path, ("_id", "text"), ())
     return [Query(id=str(r["_id"]), text=r["text"], metadata=r.get("metadata") or {}) for r in rows]
 
 

@@ -1,50 +1,45 @@
 """The index store on disk: corpus → encoder → reducer → FAISS index → indexes/<corpus>/<name>/, and back.
 
 A stored index holds index.faiss, reducer.npz, encoder_state.npz (if the encoder has state, e.g. IDF weights),
-passages.jsonl (what search results show) and manifest.json. Loading refuses an index whose corpus content,
-encoder, d, reducer or kind differs from what is asked, printing the command that rebuilds it.
-
-indexes/<corpus>/<name> is a symlink to indexes/<corpus>/.versions/<name>-<stamp>/. A build writes a new version
-in a temporary folder, fsyncs it, renames it, then swaps the symlink atomically: a reader sees the old index or
-the new one, and a killed build leaves the old one whole.
+passages.jsonl (what search results show) and a sealed manifest.json (see rag.versions: versions, atomic swaps,
+locks). Loading refuses an index whose corpus content, encoder, d, reducer or kind differs from what is asked, and
+one whose manifest, files, FAISS shape, reducer width or passage count disagree with each other: every refusal
+prints the command that rebuilds it.
 """
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import json
-import os
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from rag import __version__
-from rag.config import RagError, index_dir, valid_choice
+from rag.config import VERSION, RagError, index_dir, valid_choice
 from rag.corpus import Corpus, Passage
-from rag.encoders import check_encoder_name, encoder_width, get_encoder
+from rag.encoders import check_backend, check_encoder_name, encoder_spec, encoder_width, get_encoder, vector_name
+from rag.encoders.base import document_text
+from rag.encoders.probe import accept_backend, make_probe
 from rag.encoders.cache import cached_embeddings, embed_corpus, slug
 from rag.index import INDEX_KINDS, SearchIndex, build_index
-from rag.reduce import REDUCERS, Reducer
+from rag.reduce import REDUCERS, Reducer, fit_for_corpus
+from rag.versions import (MANIFEST, IndexCorrupt, IndexMissing, build_lock, corrupt, prune_versions, read_manifest,
+                          reading, remove_stale, verify_version, write_version)
 
-MANIFEST = "manifest.json"
-
-
-class IndexMissing(RagError):
-    pass
+__all__ = ["IndexCorrupt", "IndexMismatch", "IndexMissing", "MANIFEST", "build_and_save", "load_index",
+           "load_index_dir", "read_manifest", "verify_index"]
+REQUIRED_FILES = ("index.faiss", "reducer.npz", "passages.jsonl")
+MANIFEST_TYPES = {"corpus": str, "corpus_hash": str, "encoder": str, "dim": int, "kind": str, "reduce": str,
+                  "vectors": int}
 
 
 class IndexMismatch(RagError):
     pass
 
 
-class IndexCorrupt(RagError):
-    pass
-
-
-# ---------------------------------------------------------------- names and versions
+# ---------------------------------------------------------------- names and checks
 
 
 def index_name(encoder: str, dim: int, kind: str, reduce: str = "pca") -> str:
@@ -59,95 +54,70 @@ def rebuild_command(corpus_name: str, encoder: str, dim: int, kind: str, reduce:
     return f"rag index build --corpus {corpus_name} --encoder {encoder} --dim {dim} --index {kind} --reduce {reduce}"
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+def manifest_rebuild(manifest: dict) -> str:
+    m = manifest if isinstance(manifest, dict) else {}
+    return rebuild_command(m.get("corpus", "<corpus>"), m.get("encoder", "<encoder>"), m.get("dim", "<d>"),
+                           m.get("kind", "<kind>"), m.get("reduce", "pca"))
 
 
-def _fsync_tree(folder: Path) -> None:
-    for path in sorted(folder.rglob("*"), reverse=True):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    fd = os.open(folder, os.O_RDONLY)
-    os.fsync(fd)
-    os.close(fd)
+def check_manifest(path: Path, manifest: dict, rebuild: str) -> None:
+    """Seal, file coverage, checksums and the type of every key that loading relies on; else IndexCorrupt."""
+    verify_version(path, manifest, rebuild, REQUIRED_FILES)
+    for key, kind in MANIFEST_TYPES.items():
+        value = manifest.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise corrupt(path, f"its manifest's '{key}' is {value!r}, not of type {kind.__name__}", rebuild)
+    if manifest["kind"] not in INDEX_KINDS or manifest["reduce"] not in REDUCERS or manifest["dim"] < 1:
+        raise corrupt(path, "its manifest names an unknown kind or reducer, or d < 1", rebuild)
 
 
-def write_index_dir(target: Path, files: dict[str, bytes], write_extra, manifest: dict) -> Path:
-    """Write files + manifest into a new version folder, fsync, then atomically point `target` at it."""
-    versions = target.parent / ".versions"
-    versions.mkdir(parents=True, exist_ok=True)
-    stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{time.monotonic_ns() % 10**6}"
-    tmp = versions / f".tmp-{target.name}-{stamp}"
-    tmp.mkdir()
+def check_loaded(path: Path, manifest: dict, loaded: "LoadedIndex", rebuild: str) -> None:
+    """The FAISS index, the reducer and the passages agree with the manifest (and the encoder's width)."""
+    dim, n = manifest["dim"], manifest["vectors"]
+    faiss_d = loaded.index.index.d
+    want_d = 8 * -(-dim // 8) if manifest["kind"] == "binary" else dim
+    problems = []
+    if faiss_d != want_d:
+        problems.append(f"the FAISS index has d={faiss_d}, the manifest says {dim}")
+    if len(loaded.index) != n:
+        problems.append(f"the FAISS index holds {len(loaded.index)} vectors, the manifest says {n}")
+    if len(loaded.passages) != n:
+        problems.append(f"passages.jsonl holds {len(loaded.passages)} passages, the manifest says {n}")
+    reducer = loaded.reducer
+    if reducer.dim != dim or reducer.kind != manifest["reduce"]:
+        problems.append(f"the reducer is {reducer.kind} to d={reducer.dim}, the manifest says {manifest['reduce']} to {dim}")
     try:
-        for name, data in files.items():
-            (tmp / name).write_bytes(data)
-        write_extra(tmp)
-        checksums = {p.relative_to(tmp).as_posix(): _sha256(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
-        manifest = {**manifest, "files": checksums, "bytes": sum((tmp / f).stat().st_size for f in checksums)}
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
-        _fsync_tree(tmp)
-        final = versions / f"{target.name}-{stamp}"
-        tmp.rename(final)
-        link_tmp = target.parent / f".link-{target.name}-{stamp}"
-        os.symlink(os.path.relpath(final, target.parent), link_tmp)
-        os.replace(link_tmp, target)  # the atomic swap
-        _fsync_tree_dir(target.parent)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    _prune_versions(versions, target, keep=final)
-    return final
-
-
-def _fsync_tree_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    os.fsync(fd)
-    os.close(fd)
-
-
-def _prune_versions(versions: Path, target: Path, keep: Path) -> None:
-    """Keep the current version and the one before it (a server may still be reading it)."""
-    mine = sorted(p for p in versions.glob(f"{target.name}-*") if p.name[len(target.name) + 1:][:1].isdigit())
-    for old in [p for p in mine if p != keep][:-1]:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def read_manifest(path: Path) -> dict:
-    path = Path(path)
-    if not (path / MANIFEST).exists():
-        raise IndexMissing(f"no index at {path}")
-    try:
-        return json.loads((path / MANIFEST).read_text())
-    except json.JSONDecodeError as e:
-        raise IndexCorrupt(f"{path / MANIFEST} is not valid JSON ({e}); rebuild the index") from e
-
-
-def verify_checksums(path: Path, manifest: dict, rebuild: str) -> None:
-    for name, digest in manifest.get("files", {}).items():
-        file = path / name
-        if not file.exists() or _sha256(file) != digest:
-            raise IndexCorrupt(f"index file {file} is missing or fails its sha256 checksum; rebuild with: {rebuild}")
+        width = encoder_spec(manifest["encoder"]).width
+    except RagError:
+        width = None
+    if reducer.matrix is not None:
+        rows, cols = reducer.matrix.shape
+        if cols != dim or reducer.mean is None or reducer.mean.shape != (rows,) or (width and rows != width):
+            problems.append(f"the reducer maps {rows}→{cols}, not {width or rows}→{dim}")
+    elif width and dim > width:
+        problems.append(f"d={dim} is wider than the encoder's {width}")
+    if problems:
+        raise corrupt(path, problems[0], rebuild)
 
 
 def list_indexes() -> list[dict]:
-    """The manifest of every index in the index dir, with its path."""
+    """The manifest of every index in the index dir, with its path (unreadable ones are left out; see verify)."""
     out = []
-    root = index_dir()
-    for link in sorted(root.glob("*/*")):
+    for link in sorted(index_dir().glob("*/*")):
         if link.name.startswith(".") or not (link / MANIFEST).exists():
             continue
         try:
-            out.append({**read_manifest(link), "path": str(link)})
+            manifest = read_manifest(link)
         except RagError:
             continue
+        if all(isinstance(manifest.get(k), t) for k, t in MANIFEST_TYPES.items()):
+            out.append({**manifest, "path": str(link)})
     return out
+
+
+def index_links() -> list[Path]:
+    """Every index name in the index dir (the symlinks), whether or not what they point at is whole."""
+    return sorted(p for p in index_dir().glob("*/*") if not p.name.startswith(".") and p.is_symlink())
 
 
 # ---------------------------------------------------------------- build and load
@@ -179,72 +149,129 @@ def check_options(encoder: str, dim: int | None, kind: str, reduce: str, resolve
 
 
 def build_and_save(corpus: Corpus, encoder_name: str = "minilm", dim: int | None = None, kind: str = "flat",
-                   reduce: str = "pca", progress=None) -> dict:
-    """Encode (or reuse cached vectors), reduce to d, build the FAISS index and store it atomically."""
-    dim = check_options(encoder_name, dim, kind, reduce)
-    cached = cached_embeddings(corpus, encoder_name)  # a hit needs no model at all
+                   reduce: str = "pca", progress=None, backend: str | None = None) -> dict:
+    """Encode (or reuse cached vectors), reduce to d, build the FAISS index and store it atomically.
+
+    One build per index name at a time: a second builder waits for the first, and when the index that build
+    stored is whole and matches (corpus content, encoder, d, kind, reducer) it is reused ("reused": True)."""
+    dim, backend = check_options(encoder_name, dim, kind, reduce), check_backend(encoder_name, backend)
+    target = index_path(corpus.safe_name, index_name(encoder_name, dim, kind, reduce))
+    expect = {"corpus_hash": corpus.content_hash, "encoder": encoder_name, "dim": dim, "kind": kind, "reduce": reduce}
+    with build_lock(target) as waited:
+        if waited:
+            reused = whole_and_matching(target, expect)
+            if reused:
+                return {**reused, "path": str(target), "reused": True}
+        remove_stale(target)
+        final = write_version(target, *encode_and_index(corpus, encoder_name, dim, kind, reduce, progress, backend))
+        prune_versions(target)
+        return {**read_manifest(final), "path": str(target), "reused": False}
+
+
+def whole_and_matching(target: Path, expect: dict) -> dict | None:
+    """The manifest of the index at target when it verifies and was built with `expect`; else None."""
+    try:
+        with reading(target) as real:
+            manifest = read_manifest(real)
+            check_manifest(real, manifest, "")
+    except RagError:
+        return None
+    return manifest if all(manifest.get(k) == v for k, v in expect.items()) else None
+
+
+def encode_and_index(corpus: Corpus, encoder_name: str, dim: int, kind: str, reduce: str, progress,
+                     backend: str | None = None):
+    """(write_files(folder), manifest) for one index version: vectors from the cache or the encoder."""
+    backend = check_backend(encoder_name, backend)
+    cached = cached_embeddings(corpus, vector_name(encoder_name, backend), encoder_spec(encoder_name).width)
     if cached:
         vectors, state = cached
     else:
-        encoder = get_encoder(encoder_name)
+        encoder = get_encoder(encoder_name, backend)
         vectors = embed_corpus(corpus, encoder, progress=progress)
         state = encoder.get_state() if hasattr(encoder, "get_state") else {}
-    reducer = Reducer.fit(vectors, dim, reduce)
+    if not np.isfinite(vectors).all():
+        raise RagError(f"encoder {encoder_name} produced NaN or infinite vectors for {corpus.name}; "
+                       "check the encoder (a damaged checkpoint?) before building")
+    reducer = fit_for_corpus(corpus, encoder_name, vectors, dim, reduce, state=state)  # distill: pseudo-queries
+    if reducer.dim != dim:
+        raise RagError(f"--reduce {reduce} keeps only {reducer.dim} dimensions of {encoder_name}; choose --dim {reducer.dim} or less")
     start = time.perf_counter()
     index = build_index(reducer.transform(vectors), kind)
     build_s = time.perf_counter() - start
+    data = index.serialize()
 
-    def write_extra(folder: Path) -> None:
+    def write_files(folder: Path) -> None:
+        (folder / "index.faiss").write_bytes(data)
         reducer.save(folder)
+        np.savez(folder / "probe.npz", **make_probe([document_text(p) for p in corpus.passages], vectors))
         if state:
             np.savez(folder / "encoder_state.npz", **state)
         with open(folder / "passages.jsonl", "w", encoding="utf-8") as f:
             for p in corpus.passages:
-                f.write(json.dumps({"id": p.id, "title": p.title, "source": p.source, "text": p.text}) + "\n")
+                f.write(json.dumps(dataclasses.asdict(p)) + "\n")
 
-    data = index.serialize()
     manifest = {
         "corpus": corpus.name, "corpus_safe_name": corpus.safe_name, "corpus_hash": corpus.content_hash,
-        "encoder": encoder_name, "dim": dim, "reduce": reduce, "kind": kind, "metric": "inner_product",
-        "vectors": len(index), "index_bytes": len(data), "bytes_per_vector": len(data) / max(1, len(index)),
-        "build_s": round(build_s, 4), "device": index.device, "rag_version": __version__,
+        "encoder": encoder_name, "backend": backend, "dim": dim, "reduce": reduce, "kind": kind,
+        "metric": "inner_product", "vectors": len(index), "index_bytes": len(data), "bytes_per_vector": len(data) / max(1, len(index)),
+        "build_s": round(build_s, 4), "device": index.device, "rag_version": VERSION,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    target = index_path(corpus.safe_name, index_name(encoder_name, dim, kind, reduce))
-    final = write_index_dir(target, {"index.faiss": data}, write_extra, manifest)
-    return {**read_manifest(final), "path": str(target)}
+    return write_files, manifest
 
 
 def load_index(corpus: Corpus, encoder_name: str = "minilm", dim: int | None = None, kind: str = "flat",
-               reduce: str = "pca") -> LoadedIndex:
-    """Load the stored index for these options, refusing one built from anything else."""
+               reduce: str = "pca", backend: str | None = None) -> LoadedIndex:
+    """Load the stored index for these options, refusing one built from anything else (an index built with
+    another encoder backend is accepted when that backend reproduces its probe vectors, rag.encoders.probe)."""
     dim = check_options(encoder_name, dim, kind, reduce)
     rebuild = rebuild_command(corpus.name, encoder_name, dim, kind, reduce)
     link = index_path(corpus.safe_name, index_name(encoder_name, dim, kind, reduce))
     if not link.exists():
         raise IndexMissing(f"no index for these options at {link}; build it with: {rebuild}")
-    return load_index_dir(link, expect={"corpus_hash": corpus.content_hash, "encoder": encoder_name, "dim": dim,
-                                        "kind": kind, "reduce": reduce}, rebuild=rebuild)
+    rebuild += f" (or, when documents changed, update every index of the corpus: rag index update --corpus {corpus.name})"
+    loaded = load_index_dir(link, expect={"corpus_hash": corpus.content_hash, "encoder": encoder_name, "dim": dim,
+                                          "kind": kind, "reduce": reduce}, rebuild=rebuild)
+    accept_backend(loaded.path, loaded.manifest, encoder_name, backend,
+                   f"rebuild it with: {rebuild_command(corpus.name, encoder_name, dim, kind, reduce)} --backend "
+                   f"{check_backend(encoder_name, backend)}")
+    return loaded
 
 
 def load_index_dir(path: Path, expect: dict | None = None, rebuild: str | None = None) -> LoadedIndex:
-    """Load one index folder: check the manifest against `expect`, verify checksums, read everything."""
-    real = Path(path).resolve()
-    manifest = read_manifest(real)
-    rebuild = rebuild or rebuild_command(manifest.get("corpus", "?"), manifest.get("encoder", "?"),
-                                         manifest.get("dim", 0), manifest.get("kind", "?"), manifest.get("reduce", "pca"))
-    for key, want in (expect or {}).items():
-        if manifest.get(key) != want:
-            what = "corpus content" if key == "corpus_hash" else key
-            raise IndexMismatch(f"the index at {path} was built with another {what} "
-                                f"({str(manifest.get(key))[:16]} ≠ {str(want)[:16]}); rebuild it with: {rebuild}")
-    verify_checksums(real, manifest, rebuild)
+    """Load one index (a link or a version folder) under its reader lock: verify the manifest and every file,
+    check it against `expect`, read everything, and check the pieces against each other."""
+    with reading(Path(path)) as real:
+        manifest = read_manifest(real, rebuild)
+        rebuild = rebuild or manifest_rebuild(manifest)
+        check_manifest(real, manifest, rebuild)
+        for key, want in (expect or {}).items():
+            if manifest.get(key) != want:
+                what = "corpus content" if key == "corpus_hash" else key
+                raise IndexMismatch(f"the index at {path} was built with another {what} "
+                                    f"({str(manifest.get(key))[:16]} ≠ {str(want)[:16]}); rebuild it with: {rebuild}")
+        try:
+            index = SearchIndex.read(manifest["kind"], real / "index.faiss", manifest["dim"], binary_rescore=200)
+            reducer = Reducer.load(real)
+            state = dict(np.load(real / "encoder_state.npz")) if (real / "encoder_state.npz").exists() else {}
+            with open(real / "passages.jsonl", encoding="utf-8") as f:
+                passages = [Passage(**json.loads(line)) for line in f]
+        except (RuntimeError, ValueError, KeyError, TypeError, OSError) as e:
+            raise corrupt(path, f"it cannot be read ({type(e).__name__}: {e})", rebuild) from e
+    loaded = LoadedIndex(manifest, real, index, reducer, passages, state)
+    check_loaded(Path(path), manifest, loaded, rebuild)
+    return loaded
+
+
+def verify_index(path: Path) -> dict:
+    """Load one index fully and report {path, status: ok|corrupt|missing, problem, manifest}; never raises RagError."""
+    manifest = {}
     try:
-        index = SearchIndex.read(manifest["kind"], real / "index.faiss", manifest["dim"], binary_rescore=200)
-        reducer = Reducer.load(real)
-        state = dict(np.load(real / "encoder_state.npz")) if (real / "encoder_state.npz").exists() else {}
-        with open(real / "passages.jsonl", encoding="utf-8") as f:
-            passages = [Passage(**json.loads(line)) for line in f]
-    except (RuntimeError, ValueError, KeyError, OSError) as e:
-        raise IndexCorrupt(f"the index at {path} cannot be read ({e}); rebuild it with: {rebuild}") from e
-    return LoadedIndex(manifest, real, index, reducer, passages, state)
+        manifest = read_manifest(Path(path))
+        loaded = load_index_dir(path)
+        return {"path": str(path), "status": "ok", "problem": "", "manifest": loaded.manifest}
+    except IndexMissing as e:
+        return {"path": str(path), "status": "missing", "problem": str(e), "manifest": manifest}
+    except RagError as e:
+        return {"path": str(path), "status": "corrupt", "problem": str(e), "manifest": manifest}

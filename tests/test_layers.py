@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parent.parent
 # Bottom to top; a module may import only from its own layer or the ones listed before it.
 LAYERS = [
     ["rag.config"],
-    ["rag.corpus", "rag.ingest", "rag.smollm2"],
+    ["rag.corpus", "rag.ingest", "rag.limits", "rag.smollm2"],
     ["rag.encoders"],
     ["rag.reduce"],
     ["rag.index"],

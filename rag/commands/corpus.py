@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from rag.commands.common import console, handle_errors, print_json, warn
+from rag.commands.common import console, handle_errors, print_json, safe, warn
 
 app = typer.Typer(help="List corpora and look at their passages.", no_args_is_help=True)
 
@@ -43,7 +43,7 @@ def show_cmd(name: str = typer.Argument(..., help="builtin, scifact, hotpotqa, s
         return print_json(info)
     if corpus.invalid_utf8:
         warn(f"{corpus.invalid_utf8} documents were not valid UTF-8; bad bytes were replaced")
-    console.print(f"[bold]{corpus.name}[/]: {info['passages']} passages, {info['queries']} queries, "
-                  f"{info['judged_queries']} judged; content hash {corpus.content_hash[:12]}")
+    console.print(f"[bold]{safe(corpus.name)}[/]: {info['passages']} passages, {info['queries']} queries, "
+                  f"{info['judged_queries']} judged; content hash {corpus.content_hash[:12]}", highlight=False)
     for p in corpus.passages[:n]:
-        console.print(f"\n[bold cyan]{p.id}[/] [bold]{p.title}[/]\n{p.text[:400]}")
+        console.print(f"\n[bold cyan]{safe(p.id)}[/] [bold]{safe(p.title)}[/]\n{safe(p.text[:400])}", highlight=False)

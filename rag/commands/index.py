@@ -1,13 +1,15 @@
-"""`rag index build|list|info`: build FAISS indexes at a chosen d and look at what is stored."""
+"""`rag index build|list|info|verify`: build FAISS indexes at a chosen d, look at what is stored, and check it."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 
-from rag.commands.common import console, handle_errors, print_json, progress_bar, safe, warn
-from rag.commands.options import DEFAULTS, CorpusOpt, DimOpt, EncoderOpt, IndexOpt, ReduceOpt
+from rag.commands.common import console, err_console, handle_errors, print_json, progress_bar, safe, warn
+from rag.commands.options import DEFAULTS, BackendOpt, CorpusOpt, DimOpt, EncoderOpt, IndexOpt, ReduceOpt
+from rag.commands.scale import AddressOpt, EngineOpt, ShardsOpt, build_sharded_cmd
 
 app = typer.Typer(help="Build FAISS indexes at any dimension d, and inspect them.", no_args_is_help=True)
 
@@ -18,23 +20,77 @@ def build_cmd(corpus: CorpusOpt = DEFAULTS.corpus,
               dim: DimOpt = DEFAULTS.dim,
               index: IndexOpt = DEFAULTS.index,
               reduce: ReduceOpt = DEFAULTS.reduce,
+              backend: BackendOpt = DEFAULTS.backend,
+              engine: str = EngineOpt, shards: int = ShardsOpt, address: Optional[str] = AddressOpt,
               as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON.")):
     """Encode the corpus (cached at full width), reduce to d, build the index and store it atomically."""
-    from rag.corpus import load_corpus
+    if engine != "local":  # --engine ray: Ray Data encodes, Ray tasks build S shards (rag.shards)
+        return build_sharded_cmd(corpus, encoder, dim, index, reduce, engine, shards, address, as_json)
+    from rag.corpus import folder_warnings, load_corpus
     from rag.store import build_and_save, check_options
 
+    from rag.encoders import check_backend
+
     check_options(encoder, dim, index, reduce)  # fail fast, before loading anything
+    check_backend(encoder, backend)
     c = load_corpus(corpus)
-    if c.invalid_utf8:
-        warn(f"{c.invalid_utf8} documents were not valid UTF-8; bad bytes were replaced")
+    for line in folder_warnings(c):  # files not read, unsupported extensions, bad bytes: one line each
+        warn(line)
     with progress_bar(f"encoding {c.name} with {encoder}", enabled=not as_json) as progress:
-        manifest = build_and_save(c, encoder, dim, index, reduce, progress=progress)
+        manifest = build_and_save(c, encoder, dim, index, reduce, progress=progress, backend=backend)
     manifest["invalid_utf8"] = c.invalid_utf8
     if as_json:
         return print_json(manifest)
+    if manifest.get("reused"):
+        console.print(f"[green]reused[/] {safe(manifest['path'])}: another build of this index finished while this one "
+                      f"waited for its lock, from the same corpus content and options ({manifest['vectors']} vectors)")
+        return
     console.print(f"[green]built[/] {safe(manifest['path'])}: {manifest['vectors']} vectors, d={manifest['dim']}, "
                   f"{manifest['kind']}, {manifest['index_bytes']:,} bytes ({manifest['bytes_per_vector']:.1f} B/vector), "
                   f"{manifest['build_s']:.2f} s on {manifest['device']}")
+
+
+@app.command("update")
+@handle_errors
+def update_cmd(corpus: CorpusOpt = DEFAULTS.corpus,
+               as_json: bool = typer.Option(False, "--json", help="Print one row per index as JSON.")):
+    """Bring every stored index of a corpus up to date after its documents changed: only new or changed passages
+    are encoded (the rest come from the per-passage cache); each index is swapped in atomically."""
+    from rag.corpus import folder_warnings, load_corpus
+    from rag.update import update_indexes
+
+    c = load_corpus(corpus)
+    for line in folder_warnings(c):
+        warn(line)
+    with progress_bar(f"encoding new passages of {c.name}", enabled=not as_json) as progress:
+        rows = update_indexes(c, progress=progress)
+    if as_json:
+        return print_json(rows)
+    for r in rows:
+        change = f"{r['added']} added, {r['changed']} changed, {r['removed']} removed, {r['unchanged']} unchanged"
+        if r["status"] == "up to date":
+            console.print(f"[green]up to date[/] {safe(r['index'])}: {change}", highlight=False)
+        else:
+            console.print(f"[green]updated[/] {safe(r['index'])}: {change}; {r['encoded']} passages encoded, "
+                          f"{r['vectors']} vectors, {r['seconds']:.1f} s", highlight=False)
+
+
+@app.command("prune")
+@handle_errors
+def prune_cmd(keep: int = typer.Option(1, "--keep", help="Versions to keep of each index, the current one included."),
+              as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
+    """Remove old index versions (never the current one, nor one a running server holds) and cache entries that no
+    stored index uses (embeddings and BM25 of other corpus contents: evaluations without an index re-encode)."""
+    from rag.update import prune
+
+    result = prune(keep)
+    if as_json:
+        return print_json(result)
+    for path in result["versions_removed"] + result["cache_removed"]:
+        console.print(f"removed {safe(path)}", highlight=False)
+    console.print(f"[green]pruned[/] {len(result['versions_removed'])} old versions, {len(result['cache_removed'])} "
+                  f"cache folders and {result['passage_vectors_removed']} cached passage vectors; "
+                  f"freed {result['bytes_freed'] / 1e6:,.1f} MB", highlight=False)
 
 
 @app.command("list")
@@ -58,27 +114,60 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="Machine-readabl
     console.print(table)
 
 
+def find_index(target: str) -> Path:
+    """An index folder or link, or a name like scifact/minilm-d128-flat or minilm-d128-flat."""
+    from rag.config import RagError, index_dir
+
+    path = Path(target)
+    if path.is_symlink() or (path / "manifest.json").exists():
+        return path
+    matches = [p for p in [index_dir() / target, *index_dir().glob(f"*/{target}")] if p.is_symlink() or p.is_dir()]
+    if not matches:
+        raise RagError(f"no index named '{target}' in {index_dir()}; see: rag index list")
+    return matches[0]
+
+
 @app.command("info")
 @handle_errors
 def info_cmd(target: str = typer.Argument(..., help="An index folder, or a name like scifact/minilm-d128-ivf-pq."),
              as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
-    """Show one index's manifest and verify its checksums."""
-    from rag.config import RagError, index_dir
-    from rag.store import read_manifest, verify_checksums
+    """Show one index's manifest after verifying it (seal, checksums, FAISS shape, reducer, passages)."""
+    from rag.config import RagError
+    from rag.store import verify_index
 
-    path = Path(target)
-    if not (path / "manifest.json").exists():
-        matches = [p for p in index_dir().glob(f"*/{target}") if (p / "manifest.json").exists()]
-        matches += [p for p in [index_dir() / target] if (p / "manifest.json").exists()]
-        if not matches:
-            raise RagError(f"no index named '{target}' in {index_dir()}; see: rag index list")
-        path = matches[0]
-    manifest = read_manifest(path.resolve())
-    verify_checksums(path.resolve(), manifest, "rag index build ...")
-    manifest = {**manifest, "path": str(path), "checksums": "ok"}
+    path = find_index(target)
+    report = verify_index(path)
+    if report["status"] != "ok":
+        raise RagError(report["problem"])
+    manifest = {**report["manifest"], "path": str(path), "checksums": "ok"}
     if as_json:
         return print_json(manifest)
     for key, value in manifest.items():
         if key != "files":
             console.print(f"[bold]{safe(key)}[/]: {safe(value)}", highlight=False)
     console.print(f"[bold]files[/]: {safe(', '.join(manifest['files']))} (sha256 verified)", highlight=False)
+
+
+@app.command("verify")
+@handle_errors
+def verify_cmd(target: str = typer.Argument(None, help="One index (folder or name); default: every stored index."),
+               as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
+    """Verify indexes fully: manifest seal, every file's sha256, FAISS d and count, reducer width, passage count.
+
+    One line per index; exit code 1 when any is not whole."""
+    from rag.store import index_links, verify_index
+
+    reports = [verify_index(p) for p in ([find_index(target)] if target else index_links())]
+    if as_json:
+        print_json([{k: v for k, v in r.items() if k != "manifest"} for r in reports])
+    else:
+        if not reports:
+            console.print("No indexes yet. Build one: rag index build --corpus builtin --encoder minilm --index flat")
+        for r in reports:
+            if r["status"] == "ok":
+                console.print(f"[green]ok[/] {safe(r['path'])} ({r['manifest'].get('vectors')} vectors)", highlight=False,
+                              soft_wrap=True)
+            else:
+                err_console.print(f"[bold red]{r['status']}:[/] {safe(r['problem'])}", highlight=False, soft_wrap=True)
+    if any(r["status"] != "ok" for r in reports):
+        raise typer.Exit(1)

@@ -1,0 +1,266 @@
+"""Version folders on disk: sealed manifests, atomic swaps, one build per name, and pruning that spares readers.
+
+indexes/<corpus>/<name> is a symlink to indexes/<corpus>/.versions/<name>-<stamp>/. A build writes a new version
+in `.tmp-<name>-<stamp>`, fsyncs it, renames it, then swaps the symlink atomically: a reader sees the old version
+or the new one, and a killed build leaves the old one whole.
+
+What can't lie:
+  manifest.json  lists every other file of the version with its sha256 (`files`) and is sealed by
+                 `manifest_sha256`, the sha256 of its own canonical JSON without that key. An edited or damaged
+                 manifest, a file it does not list, or a listed file that is missing or changed is corrupt.
+Locks (fcntl.flock; the kernel drops them when a process dies, so a killed build never leaves a lock behind):
+  .locks/<name>.lock    one build per index name at a time; the next builder waits for it
+  <version>/.readers    held shared while a reader loads that version; pruning takes it exclusively without
+                        waiting and skips any version a reader holds
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from rag.config import RagError
+
+MANIFEST = "manifest.json"
+READERS = ".readers"
+SEAL = "manifest_sha256"
+KEEP_VERSIONS = 2  # the current version and the one before it
+STALE = re.compile(r"^\.(tmp|link|trash)-(.+)-(\d{8}-\d{6}-\d{9}-\d+)$")
+
+
+class IndexMissing(RagError):
+    pass
+
+
+class IndexCorrupt(RagError):
+    pass
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def manifest_digest(manifest: dict) -> str:
+    """sha256 of the manifest's canonical JSON (sorted keys, no spaces), leaving out the seal itself."""
+    body = {k: v for k, v in manifest.items() if k != SEAL}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def corrupt(path: Path, problem: str, rebuild: str) -> IndexCorrupt:
+    return IndexCorrupt(f"the index at {path} is corrupt: {problem}; rebuild it with: {rebuild}")
+
+
+def read_manifest(path: Path, rebuild: str | None = None) -> dict:
+    """The manifest of a version folder (or of the version a link points to). Not yet verified."""
+    path = Path(path)
+    if not (path / MANIFEST).exists():
+        raise IndexMissing(f"no index at {path}")
+    rebuild = rebuild or "rag index build with the same options"
+    try:
+        manifest = json.loads((path / MANIFEST).read_bytes().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise corrupt(path, f"its manifest is not valid JSON ({e})", rebuild) from None
+    if not isinstance(manifest, dict):
+        raise corrupt(path, f"its manifest holds a JSON {type(manifest).__name__}, not an object", rebuild)
+    return manifest
+
+
+def verify_version(path: Path, manifest: dict, rebuild: str, required: tuple[str, ...] = ()) -> None:
+    """The seal, the file list (every file listed, every required file present) and every sha256; else IndexCorrupt."""
+    if manifest.get(SEAL) != manifest_digest(manifest):
+        problem = "its manifest has no seal" if SEAL not in manifest else "its manifest fails its own sha256 seal"
+        raise corrupt(path, problem + " (edited, damaged, or written by an older rag)", rebuild)
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        raise corrupt(path, "its manifest has no valid 'files' list", rebuild)
+    on_disk = {p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file()} - {MANIFEST, READERS}
+    unlisted = sorted(on_disk - set(files)) + [f for f in required if f not in files]
+    if unlisted:
+        raise corrupt(path, f"{unlisted[0]} is not covered by the manifest's checksums", rebuild)
+    for name, digest in files.items():
+        file = path / name
+        if not file.is_file() or sha256_file(file) != digest:
+            raise IndexCorrupt(f"index file {file} is missing or fails its sha256 checksum; rebuild with: {rebuild}")
+
+
+# ---------------------------------------------------------------- writing
+
+
+def fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def new_stamp() -> str:
+    """UTC time to the nanosecond, then the pid: versions of one name sort by creation time."""
+    now = time.time_ns()
+    return f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime(now // 10**9))}-{now % 10**9:09d}-{os.getpid()}"
+
+
+def write_version(target: Path, write_files, manifest: dict) -> Path:
+    """Write a version with `write_files(folder)`, list and seal it, fsync, rename, then swap `target` to it."""
+    versions = target.parent / ".versions"
+    versions.mkdir(parents=True, exist_ok=True)
+    stamp = new_stamp()
+    tmp = versions / f".tmp-{target.name}-{stamp}"
+    tmp.mkdir()
+    try:
+        write_files(tmp)
+        names = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
+        checksums = {name: sha256_file(tmp / name) for name in names}
+        manifest = {**manifest, "files": checksums, "bytes": sum((tmp / f).stat().st_size for f in checksums)}
+        manifest[SEAL] = manifest_digest(manifest)
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
+        (tmp / READERS).touch()
+        for path in sorted(tmp.rglob("*"), reverse=True):
+            fsync_path(path)
+        fsync_path(tmp)
+        final = versions / f"{target.name}-{stamp}"
+        tmp.rename(final)
+        link_tmp = target.parent / f".link-{target.name}-{stamp}"
+        os.symlink(os.path.relpath(final, target.parent), link_tmp)
+        os.replace(link_tmp, target)  # the atomic swap
+        fsync_path(target.parent)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+# ---------------------------------------------------------------- locks
+
+
+def try_lock(fd: int, mode: int) -> bool:
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def lock_file(target: Path) -> Path:
+    locks = target.parent / ".locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    return locks / f"{target.name}.lock"
+
+
+@contextmanager
+def build_lock(target: Path):
+    """Hold the build lock of one index name; yields True when another build held it and this one waited."""
+    fd = os.open(lock_file(target), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        waited = not try_lock(fd, fcntl.LOCK_EX)
+        if waited:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield waited
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+@contextmanager
+def reading(link: Path, attempts: int = 50):
+    """Resolve `link` to its version folder and hold that version's reader lock while the caller reads it.
+
+    A version pruned between resolving and locking is noticed (its folder is gone) and the link resolved again.
+    """
+    for _ in range(attempts):
+        real = Path(link).resolve()
+        try:
+            fd = os.open(real / READERS, os.O_RDONLY)
+        except FileNotFoundError:
+            fd = None
+        if fd is None:
+            if (real / MANIFEST).exists():  # a folder without a reader lock (copied by hand): read it as it is
+                yield real
+                return
+            if not Path(link).exists():
+                raise IndexMissing(f"no index at {link}")
+            continue  # pruned while we resolved it
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            if (real / MANIFEST).exists():
+                yield real
+                return
+        finally:
+            os.close(fd)
+    raise IndexMissing(f"the index at {link} kept changing while it was read; try again")
+
+
+# ---------------------------------------------------------------- pruning and stale entries
+
+
+def version_folders(target: Path) -> list[Path]:
+    """The complete versions of one index name, oldest first."""
+    pattern = re.compile(re.escape(target.name) + r"-\d{8}-\d{6}-[\d-]+$")
+    versions = target.parent / ".versions"
+    return sorted((p for p in versions.glob(f"{target.name}-*") if pattern.match(p.name)), key=lambda p: p.name)
+
+
+def prune_versions(target: Path, keep: int = KEEP_VERSIONS) -> list[Path]:
+    """Remove all but the newest `keep` versions (never the current one, never one a reader holds). Call it
+    while holding the build lock. Returns the versions removed."""
+    current = Path(target).resolve()
+    removed = []
+    for old in version_folders(target)[:-keep]:
+        if old == current:
+            continue
+        try:
+            fd = os.open(old / READERS, os.O_RDONLY)
+        except FileNotFoundError:
+            fd = None
+        try:
+            if fd is not None and not try_lock(fd, fcntl.LOCK_EX):
+                continue  # a reader is loading it; a later build removes it
+            trash = old.parent / f".trash-{old.name}"
+            os.rename(old, trash)  # readers that resolved it see it gone and resolve the link again
+            shutil.rmtree(trash, ignore_errors=True)
+            removed.append(old)
+        finally:
+            if fd is not None:
+                os.close(fd)
+    return removed
+
+
+def remove_stale(target: Path) -> list[Path]:
+    """Remove `.tmp-*`, `.link-*` and `.trash-*` left by killed builds: those of this name (whose build lock the
+    caller holds) and those of any other name whose build lock is free (so no build of it is running)."""
+    corpus_dir = target.parent
+    candidates = list(corpus_dir.glob(".link-*")) + list((corpus_dir / ".versions").glob(".*-*"))
+    removed = []
+    for path in candidates:
+        m = STALE.match(path.name)
+        if not m:
+            continue
+        name = m.group(2)
+        if name != target.name:
+            fd = os.open(lock_file(corpus_dir / name), os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                if not try_lock(fd, fcntl.LOCK_EX):
+                    continue  # that name is being built right now
+                delete(path)
+            finally:
+                os.close(fd)
+        else:
+            delete(path)
+        removed.append(path)
+    return removed
+
+
+def delete(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
