@@ -326,7 +326,8 @@ async function drawChart(container, rows, study, metric, [x, title]) {
   const tooltip = filled.map((c) => ({field: escape(c), type: typeOf(c)}));
   const spec = {
     width: "container", height: 300, data: {values: rows}, autosize: {type: "fit-x", contains: "padding"},
-    encoding: {x: {field: escape(x), type: "quantitative", scale: {type: "log", base: 2}, title},
+    encoding: {x: {field: escape(x), type: "quantitative", scale: {type: "log", base: 2}, title,
+                   axis: x === "dim" ? {values: [...new Set(rows.map((r) => r.dim))].sort((a, b) => a - b)} : {format: "~s"}},
                y: {field: escape(metric), type: "quantitative", scale: {zero: false}, title: metric},
                color: {field: "_series", type: "nominal", title: null, legend: {orient: "bottom", columns: 3}}},
     layer: [{mark: {type: "line", opacity: 0.45}},
