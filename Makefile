@@ -35,7 +35,9 @@ browser:
 	  else echo "no apt-get: install chromium and chromedriver, else the browser tests are skipped"; fi; \
 	fi
 
+# The tests also install the scale extra (Ray) so that the sharded-index tests run; the demo does not need it.
 test: install browser
+	$(BIN)/pip install -q -e '.[scale]'
 	$(BIN)/python -m pytest -q
 
 clean-indexes:

@@ -132,3 +132,78 @@ def render_projection(p: dict, fmt_bytes) -> None:
     for e in p["encoding"]:
         console.print(f"encoding {e['target']:.0e} passages: {e['gpu_hours']:.1f} h on {e['gpus']} GPUs; "
                       f"{e['cpu_2core_days']:.0f} days on one 2-core CPU at the measured {a['cpu_docs_per_s']}/s")
+
+
+# ---------------------------------------------------------------- sharded indexes (Ray)
+
+BUILD_ENGINES = {"local": "one process, one index", "ray": "Ray Data encodes, Ray tasks build --shards S shards"}
+EngineOpt = typer.Option("local", "--engine", help="; ".join(f"{k}: {v}" for k, v in BUILD_ENGINES.items())
+                         + " (Ray is the scale extra: pip install -e '.\\[scale]').")
+ShardsOpt = typer.Option(2, "--shards", help="With --engine ray: how many shards.")
+AddressOpt = typer.Option(None, "--address", help="With --engine ray: auto, host:port or ray://host:port "
+                          "(default: a new local Ray).")
+
+
+def build_sharded_cmd(corpus: str, encoder: str, dim, index: str, reduce: str, engine: str, shards: int,
+                      address, as_json: bool) -> None:
+    """`rag index build --engine ray`: the sharded build (called by rag.commands.index.build_cmd)."""
+    from rag.config import RagError
+    from rag.corpus import load_corpus
+    from rag.shards import build_sharded, import_ray
+    from rag.store import check_options
+
+    if engine not in BUILD_ENGINES:
+        raise RagError(f"unknown --engine {engine!r}; choose one of: {', '.join(BUILD_ENGINES)}")
+    check_options(encoder, dim, index, reduce)
+    import_ray()  # a missing extra is one line, before the corpus is read
+    c = load_corpus(corpus)
+    summary = build_sharded(c, encoder, dim, index, reduce, shards=shards, address=address)
+    if as_json:
+        return print_json(summary)
+    rate = f", {summary['encode_docs_per_s']:.1f} docs/s" if "encode_docs_per_s" in summary else ""
+    console.print(f"[green]built[/] {safe(summary['path'])}: {summary['shards']} shards "
+                  f"({', '.join(map(str, summary['shard_vectors']))} vectors), d={summary['dim']}, {summary['kind']}, "
+                  f"{summary['index_bytes']:,} bytes; vectors from {summary['encoded_by']}{rate}")
+
+
+shards_app = typer.Typer(help="Sharded indexes (built with rag index build --engine ray): search and inspect.",
+                         no_args_is_help=True)
+
+
+@shards_app.command("search")
+@handle_errors
+def shards_search(question: str = typer.Argument(..., help="The query."),
+                  corpus: str = typer.Option("builtin", help="The corpus the shards were built from."),
+                  encoder: str = typer.Option("minilm", help="Encoder the shards were built with."),
+                  dim: int = typer.Option(None, help="d the shards were built at (default: full width)."),
+                  index: str = typer.Option("flat", "--index", help="Index kind of the shards."),
+                  reduce: str = typer.Option("pca", help="Reducer of the shards."),
+                  shards: int = typer.Option(2, "--shards", help="How many shards the index was built with."),
+                  k: int = typer.Option(5, "-k", "--k", help="How many passages."),
+                  engine: str = typer.Option("local", "--engine", help="local: open every shard here; ray: one "
+                                             "Ray actor per shard."),
+                  address: str = typer.Option(None, "--address", help="With --engine ray: the cluster."),
+                  allow_partial: bool = typer.Option(False, "--allow-partial", help="Answer from the shards that "
+                                                     "answer, and say which did not (default: an error)."),
+                  as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
+    """Fan a query out to every shard and merge the top-k."""
+    from rag.config import check_question
+    from rag.corpus import load_corpus
+    from rag.shards import ShardSet, sharded_path
+    from rag.store import check_options
+
+    question = check_question(question)
+    d = check_options(encoder, dim, index, reduce)
+    c = load_corpus(corpus)
+    shard_set = ShardSet(sharded_path(c, encoder, d, index, reduce, shards), engine, allow_partial, address)
+    hits = shard_set.search(shard_set.encode([question]), k)
+    rows = [{"rank": i + 1, "score": float(s), "row": int(r), "id": p.id, "title": p.title, "text": p.text}
+            for i, (s, r, p) in enumerate(zip(hits.scores[0], hits.rows[0], hits.passages[0]))]
+    result = {"question": question, "hits": rows, "answered": hits.answered, "missing": hits.missing,
+              "shards": shard_set.manifest["shards"], "engine": engine}
+    if as_json:
+        return print_json(result)
+    if hits.missing:
+        console.print(f"[yellow]partial:[/] shards {hits.answered} answered; missing: {safe('; '.join(hits.missing))}")
+    for r in rows:
+        console.print(f"{r['rank']}. [bold]{safe(r['title'] or r['id'])}[/] ({r['score']:.3f}) {safe(r['text'][:160])}")
