@@ -135,3 +135,15 @@ class TestRagLangChainRetriever(RetrieversIntegrationTests):
     @property
     def retriever_query_example(self) -> str:
         return "How many parameters does an embedding table have?"
+
+
+def test_extractive_answers_leave_out_code_markup_and_logs(tmp_path):
+    (tmp_path / "server.md").write_text(
+        "# Server\n\n## Startup\n\nThe server listens on port 8000 after startup.\n\n"
+        "```text\nINFO: Application startup complete.\n```\n\n<div><details markdown=\"1\">More</details></div>\n\n"
+        "INFO: Uvicorn running on http://127.0.0.1:8000\n\nThe port can be changed with --port.\n")
+    result = rag.ask("Which port does the server listen on after startup?", corpus=tmp_path, retriever="bm25")
+    assert "port 8000" in result["answer"]
+    for debris in ("```", "<div", "INFO:", "Uvicorn", "</details>"):
+        assert debris not in result["answer"], result["answer"]
+    assert re.findall(r"\[(\d+)\]", result["answer"])[0] == "1"  # citations numbered in order of appearance

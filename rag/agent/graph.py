@@ -82,6 +82,8 @@ def run_agent(question: str, settings: RetrievalSettings | None = None, *, llm="
         retriever = open_retriever(settings)
     t_open = time.perf_counter()
     backend, warnings = _backend(llm)
+    if llm == "extractive" and retriever.encoder is not None:  # rank sentences by the retriever's own encoder too
+        backend = ExtractiveBackend(backend.max_sentences, embed=lambda texts: retriever.encoder.encode(texts))
     steps = [{"node": "backend", "warning": w} for w in warnings]
     if on_step:
         for step in steps:

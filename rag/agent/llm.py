@@ -53,13 +53,25 @@ def build_messages(question: str, passages: list[dict], notes: list[str] | None 
 
 
 class ExtractiveBackend:
-    """No model: the sentences of the kept passages that best match the question, each with its [n]."""
+    """No model: the sentences of the kept passages that best match the question, each with its [n].
+
+    With `embed` (texts -> L2-normalised vectors, e.g. the retriever's encoder) sentences are ranked by word overlap
+    (scaled to 0..1 by the best sentence) plus the encoder's cosine to the question or its closest sub-question."""
 
     name = "extractive"
     can_judge = False
 
-    def __init__(self, max_sentences: int = 2):
+    def __init__(self, max_sentences: int = 2, embed=None):
         self.max_sentences = max_sentences
+        self.embed = embed
+
+    def ranked(self, question: str, passages: list[dict], sub_questions: list[str] | None = None,
+               memo: dict | None = None) -> list:
+        """rank_sentences, re-ranked by encoder similarity when there is an encoder (memo: text -> vector)."""
+        out = self.rank_sentences(question, passages, sub_questions)
+        if not self.embed or not out:
+            return out
+        return blend_similarity(out, [question] + list(sub_questions or []), self.embed, {} if memo is None else memo)
 
     def judge(self, question: str, passages: list[dict]) -> list[bool] | None:
         return None
@@ -74,14 +86,15 @@ class ExtractiveBackend:
                 return span
         picked: list[tuple[str, int]] = []
         calc_only = bool(notes) and not sub_questions  # the calculator answers it; one source sentence suffices
+        memo: dict = {}
         for target in ([question] if short else sub_questions or [question]):
-            for score, sent, n, following in self.rank_sentences(target, passages)[:1]:
+            for score, sent, n, following in self.ranked(target, passages, memo=memo)[:1]:
                 if score > 0 and (sent, n) not in picked:
                     picked.append((sent, n))
                     if following and not short and not calc_only and len(sent.split()) + len(following.split()) <= 70:
                         picked.append((following, n))
         limit = 1 if short or calc_only else self.max_sentences + (1 if notes else 0)
-        for score, sent, n, _ in self.rank_sentences(question, passages, sub_questions):
+        for score, sent, n, _ in self.ranked(question, passages, sub_questions, memo):
             if len(picked) >= limit or score <= 0:
                 break
             if (sent, n) not in picked:
@@ -98,7 +111,7 @@ class ExtractiveBackend:
         if kind is None:
             return None
         q_words = set(words(question))
-        for score, sent, n, _ in self.rank_sentences(question, passages)[:tries]:
+        for score, sent, n, _ in self.ranked(question, passages)[:tries]:
             if score <= 0:
                 break
             if kind == "date":
@@ -138,6 +151,26 @@ class ExtractiveBackend:
             out.append((score, sent, n, following))
         out.sort(key=lambda s: -s[0])
         return out
+
+
+SIMILARITY_WEIGHT = 1.0  # the encoder's cosine against word overlap scaled to 0..1
+MIN_SIMILARITY = 0.45  # a sentence without shared words still counts when its cosine reaches this
+
+
+def blend_similarity(ranked: list, targets: list[str], embed, memo: dict) -> list:
+    """[(overlap/best + SIMILARITY_WEIGHT·cosine to the closest target, sentence, n, following)], best first.
+    A sentence scores 0 unless it shares a word with the targets or its cosine reaches MIN_SIMILARITY."""
+    import numpy as np
+
+    texts = [r[1] for r in ranked]
+    need = [t for t in dict.fromkeys(targets + texts) if t not in memo]
+    if need:
+        memo.update(zip(need, np.asarray(embed(need), dtype=np.float32)))
+    cos = (np.stack([memo[t] for t in texts]) @ np.stack([memo[t] for t in targets]).T).max(axis=1)
+    best = max(r[0] for r in ranked) or 1.0
+    out = [((max(r[0], 0.0) / best + SIMILARITY_WEIGHT * float(c)) if r[0] > 0 or c >= MIN_SIMILARITY else 0.0,
+            *r[1:]) for r, c in zip(ranked, cos)]
+    return sorted(out, key=lambda r: -r[0])
 
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"

@@ -234,7 +234,8 @@ def ranked_ids(state: AgentState) -> list[str]:
 
 
 def attach_citations(text: str, passages: list[dict]) -> tuple[str, list[dict], list[str]]:
-    """Map [n] in the answer to passages; drop numbers that match none; cite the context if the backend did not."""
+    """Map [n] in the answer to passages; drop numbers that match none; cite the context if the backend did not;
+    renumber the markers in order of appearance."""
     by_n = {p["n"]: p for p in passages}
     warnings = []
     bad = sorted({int(n) for n in re.findall(r"\[(\d+)\]", text)} - set(by_n))
@@ -245,8 +246,10 @@ def attach_citations(text: str, passages: list[dict]) -> tuple[str, list[dict], 
     if not cited and passages:
         cited = [p["n"] for p in passages[:3]]
         text = text.rstrip() + " " + "".join(f"[{n}]" for n in cited)
-    citations = [{"n": n, "id": by_n[n]["id"], "title": by_n[n]["title"], "score": round(by_n[n]["score"], 4)}
-                 for n in sorted(cited)]
+    order = {old: new for new, old in enumerate(cited, 1)}  # numbered in order of appearance: [1], [2], ...
+    text = re.sub(r"\[(\d+)\]", lambda m: f"[{order[int(m.group(1))]}]" if int(m.group(1)) in order else m.group(0), text)
+    citations = [{"n": order[n], "id": by_n[n]["id"], "title": by_n[n]["title"], "score": round(by_n[n]["score"], 4)}
+                 for n in cited]
     return text, citations, warnings
 
 

@@ -48,14 +48,29 @@ def overlap(query: str, text: str) -> float:
     return sum(1 for w in q if w in t) / len(q)
 
 
+_FENCED = re.compile(r"^(```|~~~)[^\n]*\n.*?(?:^\1[^\n]*$|\Z)", re.S | re.M)  # a fenced code block, whole
+_MARKUP = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>")  # an HTML tag
+_LOG_LINE = re.compile(r"^\s*(?:INFO|DEBUG|WARNING|WARN|ERROR|TRACE)\b:?|^\s*(?:\$|>>>|#!)\s")
+
+
+def debris(sentence: str) -> bool:
+    """Code, log lines and symbol soup: not something to quote as an answer."""
+    symbols = sum(1 for ch in sentence if not (ch.isalnum() or ch.isspace()) and ch not in ".,;:'’\"()-–—%·")
+    return bool(_LOG_LINE.search(sentence)) or "`" * 3 in sentence or symbols > 0.25 * max(len(sentence), 1)
+
+
 def sentences(text: str) -> list[str]:
+    """The readable sentences of a passage: code blocks, HTML tags, table rows, log lines and symbol soup left out."""
     out = []
-    text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("|"))  # no table rows
+    text = _MARKUP.sub(" ", _FENCED.sub("\n\n", text))
+    text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("|")
+                      and not _LOG_LINE.search(line))  # no table rows, no log lines
     text = re.sub(r"(?:\|[^|\n]*){3,}\|", "\n\n", text)  # nor tables flattened onto one line
     for block in re.split(r"\n\s*\n|\n(?=#)|\n[-*] ", text):
-        block = re.sub(r"^#+\s*", "", block.strip())
+        block = re.sub(r"^(?:#+|[-*+]|\d+\.)\s*", "", block.strip())  # no heading marks, no list bullets
         block = re.sub(r"\s+", " ", block)
-        out.extend(s.strip() for s in _SENT_SPLIT.split(block) if len(s.strip()) > 2 and not s.strip().endswith(":"))
+        out.extend(s.strip() for s in _SENT_SPLIT.split(block)
+                   if len(s.strip()) > 2 and not s.strip().endswith(":") and not debris(s))
     return out
 
 
