@@ -29,8 +29,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from rag import __version__
-from rag.config import RagError, index_dir
+from rag.config import VERSION, RagError, index_dir
 from rag.corpus import Corpus, Passage
 from rag.encoders import get_encoder
 from rag.encoders.base import document_text
@@ -202,7 +201,7 @@ def build_sharded(corpus: Corpus, encoder_name: str = "minilm", dim: int | None 
         manifest = {"corpus": corpus.name, "corpus_safe_name": corpus.safe_name, "corpus_hash": corpus.content_hash,
                     "encoder": encoder_name, "dim": dim, "reduce": reduce, "kind": kind, "metric": "inner_product",
                     "shard": i, "shards": shards, "offset": int(a), "vectors": int(b - a), "index_bytes": len(data),
-                    "build_s": round(build_s, 4), "device": device, "engine": "ray", "rag_version": __version__,
+                    "build_s": round(build_s, 4), "device": device, "engine": "ray", "rag_version": VERSION,
                     "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **how}
         write_version(root / f"shard-{i}", shard_files(data, reducer, state, corpus.passages[a:b]), manifest)
         out.append(read_manifest((root / f"shard-{i}").resolve()))
