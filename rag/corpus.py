@@ -1,7 +1,8 @@
-"""Corpora: the built-in markdown corpus, BEIR-layout sets, SQuAD, and any folder of .md/.txt files.
+"""Corpora: the built-in markdown corpus, BEIR-layout sets, SQuAD, and any folder of documents.
 
-Everything becomes a `Corpus` of `Passage`s (plus queries and qrels where the set has them).
-Long documents are chunked into passages with stable ids: `<relative path>#<chunk number>`.
+Everything becomes a `Corpus` of `Passage`s (plus queries and qrels where the set has them). A folder is read by
+rag.ingest (markdown, HTML, PDF, reStructuredText, text) and chunked here into passages with stable ids,
+`<relative path>#<chunk number>`: a chunk never crosses a heading or a page, and a code block is never split.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 
 from rag.config import BUILTIN_CORPUS_DIR, RagError, data_dir
+from rag.ingest import FORMATS, Block, Unreadable, parse_markdown, read_document, scan_folder
 from rag.limits import cap_passages
 
 NAMED_CORPORA = {
@@ -31,7 +33,16 @@ class Passage:
     id: str
     title: str
     text: str
-    source: str
+    source: str  # a folder corpus: the file's path relative to the folder
+    heading: str = ""  # the heading path inside the document, "Install › From source"
+    page: int | None = None  # PDFs: the 1-based page
+    mtime: float | None = None  # the file's modification time when read
+
+    def as_dict(self) -> dict:
+        """The stored form (passages.jsonl): the four old keys, plus metadata where there is some."""
+        out = {"id": self.id, "title": self.title, "source": self.source, "text": self.text}
+        out.update({k: v for k, v in (("heading", self.heading), ("page", self.page), ("mtime", self.mtime)) if v})
+        return out
 
 
 @dataclass
@@ -49,6 +60,8 @@ class Corpus:
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
     source: str = ""
     invalid_utf8: int = 0  # documents whose bytes were not valid UTF-8 (decoded with replacement)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # folder files not read: (path, reason)
+    unsupported: dict[str, int] = field(default_factory=dict)  # folder files by unsupported extension
 
     @cached_property
     def content_hash(self) -> str:
@@ -78,14 +91,6 @@ def safe_corpus_name(name: str) -> str:
 
 # ---------------------------------------------------------------- reading text
 
-def _decode(raw: bytes) -> tuple[str, bool]:
-    """Decode UTF-8; return (text, was_valid). Invalid bytes become U+FFFD."""
-    try:
-        return raw.decode("utf-8"), True
-    except UnicodeDecodeError:
-        return raw.decode("utf-8", errors="replace"), False
-
-
 def _read_jsonl(path: Path, required: tuple[str, ...] = ("_id",), strings: tuple[str, ...] = ("title", "text")
                 ) -> tuple[list[dict], int]:
     """The JSON objects of a JSONL file; a malformed line is a RagError naming the file and the line number."""
@@ -113,57 +118,127 @@ def _read_jsonl(path: Path, required: tuple[str, ...] = ("_id",), strings: tuple
 
 # ---------------------------------------------------------------- chunking
 
-def chunk_markdown(text: str, max_words: int = CHUNK_WORDS) -> list[tuple[str, str]]:
-    """Split a markdown document into (section title, passage text) chunks.
 
-    Sections start at '#' headings; a section longer than max_words is split at paragraph
-    boundaries (a single over-long paragraph is split at max_words).
+def chunk_blocks(blocks: list[Block], max_words: int = CHUNK_WORDS) -> list[tuple[tuple[str, ...], int | None, str]]:
+    """Group blocks into (heading path, page, text) chunks of at most about max_words words.
+
+    A chunk never crosses a heading or a page. Blocks are joined whole; a code block is never split (an over-long
+    one is a chunk of its own), an over-long text block is split at max_words.
     """
-    sections: list[tuple[str, list[str]]] = [("", [])]
-    for line in text.splitlines():
-        m = re.match(r"^#{1,6}\s+(.*)", line)
-        if m:
-            sections.append((m.group(1).strip(), []))
-        else:
-            sections[-1][1].append(line)
-    chunks = []
-    for heading, lines in sections:
-        paragraphs = [p.strip() for p in re.split(r"\n\s*\n", "\n".join(lines)) if p.strip()]
-        words: list[str] = []
-        for para in paragraphs:
-            para_words = para.split()
-            if words and len(words) + len(para_words) > max_words:
-                chunks.append((heading, " ".join(words)))
-                words = []
-            words.extend(para_words)
-            while len(words) > max_words:
-                chunks.append((heading, " ".join(words[:max_words])))
-                words = words[max_words:]
-        if words:
-            chunks.append((heading, " ".join(words)))
+    chunks: list[tuple[tuple[str, ...], int | None, str]] = []
+    parts: list[str] = []
+    count, key = 0, None
+
+    def flush():
+        nonlocal parts, count
+        if parts:
+            chunks.append((*key, "\n\n".join(parts)))
+        parts, count = [], 0
+
+    for block in blocks:
+        if (block.headings, block.page) != key:
+            flush()
+            key = (block.headings, block.page)
+        n = len(block.text.split())
+        if parts and count + n > max_words:
+            flush()
+        if block.kind == "code" or n <= max_words:
+            parts.append(block.text)
+            count += n
+            continue
+        words = block.text.split()
+        for start in range(0, len(words), max_words):
+            piece = words[start:start + max_words]
+            if len(piece) == max_words:
+                parts.append(" ".join(piece))
+                flush()
+            else:
+                parts, count = [" ".join(piece)], len(piece)
+    flush()
     return chunks
+
+
+def chunk_markdown(text: str, max_words: int = CHUNK_WORDS) -> list[tuple[str, str]]:
+    """(innermost heading, text) chunks of a markdown document (see chunk_blocks)."""
+    return [(headings[-1] if headings else "", chunk) for headings, _, chunk in
+            chunk_blocks(parse_markdown(text).blocks, max_words)]
 
 
 # ---------------------------------------------------------------- loaders
 
 def load_folder(folder: Path, name: str | None = None) -> Corpus:
-    """Any folder of .md/.txt files (recursively); README.md files are skipped only at the top level."""
-    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in {".md", ".txt"} and p.is_file())
-    passages, invalid = [], 0
-    for path in files:
+    """Every supported document under a folder (see rag.ingest.FORMATS); what was not read is in .skipped and
+    .unsupported, for the commands to report."""
+    scan = scan_folder(folder)
+    passages, invalid, skipped = [], 0, list(scan.skipped)
+    for path in scan.files:
         rel = path.relative_to(folder).as_posix()
-        text, ok = _decode(path.read_bytes())
-        invalid += not ok
-        m = re.search(r"^#\s+(.+)$", text, flags=re.M)
-        doc_title = m.group(1).strip() if m else path.stem.replace("-", " ").replace("_", " ")
-        for i, (heading, chunk) in enumerate(chunk_markdown(text)):
-            title = doc_title if not heading or heading == doc_title else f"{doc_title} — {heading}"
-            passages.append(Passage(id=f"{rel}#{i}", title=title, text=chunk, source=rel))
+        try:
+            doc = read_document(path)
+            mtime = path.stat().st_mtime
+        except (Unreadable, OSError) as e:
+            skipped.append((rel, str(e)))
+            continue
+        invalid += not doc.valid_utf8
+        for i, (headings, page, chunk) in enumerate(chunk_blocks(doc.blocks)):
+            inner = headings[-1] if headings else ""
+            title = doc.title if not inner or inner == doc.title else f"{doc.title} — {inner}"
+            passages.append(Passage(id=f"{rel}#{i}", title=title, text=chunk, source=rel,
+                                    heading=" › ".join(headings), page=page, mtime=mtime))
     if not passages:
-        raise RagError(f"no .md or .txt documents found in {folder}; point --corpus at a folder of text files")
+        what = f" ({len(skipped)} files could not be read: {skipped[0][0]}: {skipped[0][1]} …)" if skipped else ""
+        raise RagError(f"no readable documents ({', '.join(sorted(set(FORMATS)))}) found in {folder}{what}; "
+                       "point --corpus at a folder of documents")
     passages = cap_passages(passages)
-    return Corpus(name=name or str(folder), passages=passages, source=str(folder), invalid_utf8=invalid)
+    return Corpus(name=name or str(folder), passages=passages, source=str(folder), invalid_utf8=invalid,
+                  skipped=skipped, unsupported=dict(sorted(scan.unsupported.items())))
 
+
+def folder_warnings(corpus: Corpus) -> list[str]:
+    """One line per file that was not read and one line for unsupported extensions, with counts."""
+    lines = [f"skipped {path}: {reason}" for path, reason in corpus.skipped]
+    if corpus.unsupported:
+        counts = ", ".join(f"{ext} ×{n}" for ext, n in corpus.unsupported.items())
+        lines.append(f"not indexed, unsupported extension ({sum(corpus.unsupported.values())} files): {counts}; "
+                     f"supported: {', '.join(sorted(set(FORMATS)))}")
+    if corpus.invalid_utf8:
+        lines.append(f"{corpus.invalid_utf8} documents were not valid UTF-8; bad bytes were replaced")
+    return lines
+
+
+# ---------------------------------------------------------------- filters
+
+def glob_regex(pattern: str) -> re.Pattern:
+    """A path glob as a regex: `*` and `?` stay inside one folder, `**/` spans any number of folders."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def parse_where(where: str | None):
+    """A `source=GLOB` filter (e.g. 'source=docs/**/*.md') as a predicate on passages; None for no filter."""
+    if where is None or not str(where).strip():
+        return None
+    key, sep, pattern = str(where).partition("=")
+    if not sep or key.strip() != "source" or not pattern.strip():
+        raise RagError(f"cannot read the filter {where!r}; write it as source=GLOB, e.g. --where 'source=docs/**/*.md'")
+    regex = glob_regex(pattern.strip())
+    return lambda p: bool(regex.match(p.source))
 
 def load_beir(folder: Path, name: str | None = None, split: str = "test") -> Corpus:
     """A BEIR-layout folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv."""
@@ -219,7 +294,7 @@ def load_corpus(name_or_path: str | Path) -> Corpus:
         if (path / "corpus.jsonl").exists():
             return load_beir(path, name=name)
         return load_folder(path, name=name)
-    raise RagError(f"unknown corpus '{name}'; valid names: {', '.join(NAMED_CORPORA)}, or a path to a folder of .md/.txt files or a BEIR folder")
+    raise RagError(f"unknown corpus '{name}'; valid names: {', '.join(NAMED_CORPORA)}, or a path to a folder of documents or a BEIR folder")
 
 
 def list_corpora() -> list[dict]:
@@ -273,6 +348,21 @@ def load_qrels_file(path: str | Path) -> dict[str, dict[str, int]]:
             continue
         qrels.setdefault(parts[0], {})[parts[1]] = score
     return qrels
+
+
+def expand_document_qrels(qrels: dict[str, dict[str, int]], passages: list[Passage]) -> dict[str, dict[str, int]]:
+    """Qrels keyed by passage id or by a folder document's path (`guides/install.md`): a path stands for every
+    passage of that document, with the same grade. Ids that are neither stay as they are (and are reported)."""
+    ids = {p.id for p in passages}
+    by_source: dict[str, list[str]] = {}
+    for p in passages:
+        by_source.setdefault(p.source, []).append(p.id)
+    out: dict[str, dict[str, int]] = {}
+    for qid, rel in qrels.items():
+        for doc, grade in rel.items():
+            for pid in ([doc] if doc in ids or doc not in by_source else by_source[doc]):
+                out.setdefault(qid, {})[pid] = max(grade, out.get(qid, {}).get(pid, grade))
+    return out
 
 
 def subset(corpus: Corpus, n_queries: int, n_extra_docs: int, seed: int = 0) -> Corpus:

@@ -33,7 +33,7 @@ def show_cmd(name: str = typer.Argument(..., help="builtin, scifact, hotpotqa, s
              n: int = typer.Option(3, "-n", help="How many passages to print."),
              as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
     """Print the first few passages of a corpus, with counts."""
-    from rag.corpus import load_corpus
+    from rag.corpus import folder_warnings, load_corpus
 
     corpus = load_corpus(name)
     info = {"name": corpus.name, "passages": len(corpus.passages), "queries": len(corpus.queries),
@@ -41,8 +41,8 @@ def show_cmd(name: str = typer.Argument(..., help="builtin, scifact, hotpotqa, s
             "sample": [vars(p) for p in corpus.passages[:n]]}
     if as_json:
         return print_json(info)
-    if corpus.invalid_utf8:
-        warn(f"{corpus.invalid_utf8} documents were not valid UTF-8; bad bytes were replaced")
+    for line in folder_warnings(corpus):  # files not read, unsupported extensions, bad bytes: one line each
+        warn(line)
     console.print(f"[bold]{safe(corpus.name)}[/]: {info['passages']} passages, {info['queries']} queries, "
                   f"{info['judged_queries']} judged; content hash {corpus.content_hash[:12]}", highlight=False)
     for p in corpus.passages[:n]:
