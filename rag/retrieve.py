@@ -19,10 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from rag.config import RagError, cache_dir, valid_choice
-from rag.corpus import Corpus, Passage, load_corpus
-from rag.encoders import get_encoder
+from rag.corpus import Corpus, Passage, load_corpus, parse_where
+from rag.encoders import check_backend, get_encoder
 from rag.encoders.cache import with_state
 from rag.store import IndexMissing, build_and_save, check_options, index_name, index_path, load_index
+from rag.update import hold_version
 
 RETRIEVERS: dict[str, str] = {
     "dense": "encoder → reducer → FAISS index",
@@ -52,6 +53,8 @@ class RetrievalSettings:
     k: int = 5
     fusion: str = "minmax"
     weight: float = HYBRID_WEIGHT
+    backend: str | None = None  # how the encoder runs (ENCODER_BACKENDS); None = the encoder's default
+    where: str | None = None  # a filter on passage metadata, "source=docs/**/*.md" (see rag.corpus.parse_where)
 
     def validated(self) -> "RetrievalSettings":
         """These settings with d filled in, or a RagError naming the bad field and its valid values."""
@@ -63,16 +66,17 @@ class RetrievalSettings:
             raise RagError(f"the hybrid weight must be between 0 and 1, got {self.weight}")
         if not self.corpus or not str(self.corpus).strip():
             raise RagError("the corpus name is empty; use builtin, scifact, hotpotqa, squad or a folder path")
+        parse_where(self.where)
         dense = self.retriever != "bm25"
         dim = check_options(self.encoder, self.dim, self.index, self.reduce, resolve_dim=dense)  # the store's checks
-        return replace(self, dim=dim) if dense else self
+        return replace(self, dim=dim, backend=check_backend(self.encoder, self.backend)) if dense else self
 
     @property
     def pool_key(self) -> tuple:
         """What identifies an open retriever (k, fusion and weight are per-search choices)."""
         if self.retriever == "bm25":
             return (self.corpus, "bm25")
-        return (self.corpus, self.encoder, self.dim, self.index, self.reduce, self.retriever)
+        return (self.corpus, self.encoder, self.dim, self.index, self.reduce, self.retriever, self.backend)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -83,9 +87,8 @@ class Hit:
     passage: Passage
     score: float
 
-    def as_dict(self) -> dict:
-        p = self.passage
-        return {"id": p.id, "title": p.title, "source": p.source, "score": round(float(self.score), 6), "text": p.text}
+    def as_dict(self) -> dict:  # id, title, source, text, the passage's metadata where it has some, and the score
+        return {**self.passage.as_dict(), "score": round(float(self.score), 6)}
 
 
 class BM25:
@@ -184,13 +187,13 @@ class Retriever:
         if settings.retriever in ("dense", "hybrid"):
             args = (corpus, settings.encoder, settings.dim, settings.index, settings.reduce)
             try:
-                loaded = load_index(*args)
+                loaded = load_index(*args, backend=settings.backend)
             except IndexMissing:
                 if not build_missing:
                     raise
-                build_and_save(*args, progress=progress)
-                loaded = load_index(*args)
-            enc = with_state(get_encoder(settings.encoder), loaded.encoder_state)  # this corpus's IDF, not a shared one
+                build_and_save(*args, progress=progress, backend=settings.backend)
+                loaded = load_index(*args, backend=settings.backend)
+            enc = with_state(get_encoder(settings.encoder, settings.backend), loaded.encoder_state)  # this corpus's IDF, not a shared one
         if settings.retriever in ("bm25", "hybrid"):
             bm25 = BM25(corpus.passages, cache_key=corpus.content_hash[:16])
         passages = loaded.passages if loaded else corpus.passages
@@ -209,7 +212,8 @@ class Retriever:
         """What `rag search --json`, /search and the agent report about the retrieval that ran."""
         m = self.loaded.manifest if self.loaded else {}
         return {"corpus": self.corpus.name, "retriever": self.mode, "encoder": m.get("encoder"), "dim": m.get("dim"),
-                "index": m.get("kind"), "reduce": m.get("reduce"), "device": m.get("device", "cpu")}
+                "index": m.get("kind"), "reduce": m.get("reduce"), "device": m.get("device", "cpu"),
+                "backend": self.settings.backend}
 
     def result(self, question: str, hits: list[Hit]) -> dict:
         """What `rag search --json` prints and POST /search returns."""
@@ -229,9 +233,22 @@ class Retriever:
             raise RagError("k must be at least 1")
         if self.mode == "hybrid" and self.settings.fusion == "zscore":
             return self.search_zscore(queries, k)
-        t0 = time.perf_counter()
-        timings, dense, dense_raw, sparse = {}, None, None, None
+        t0, keep = time.perf_counter(), parse_where(self.settings.where)
         n_cand = max(k, CANDIDATES) if self.mode == "hybrid" else k
+        by_id = self.corpus.passage_by_id if self.mode == "bm25" else self.passage_by_id
+        while True:  # with a filter: over-fetch until k allowed passages remain (or every passage was a candidate)
+            fused, timings = self.candidates(queries, n_cand, time.perf_counter())
+            fused = [{i: s for i, s in f.items() if keep(by_id[i])} for f in fused] if keep else fused
+            if not keep or all(len(f) >= k for f in fused) or n_cand >= len(self.passages):
+                break
+            n_cand *= 4
+        results = [[Hit(by_id[i], s) for i, s in top_k(scores, k)] for scores in fused]
+        self.timings = {**timings, "total_ms": (time.perf_counter() - t0) * 1e3}
+        return results
+
+    def candidates(self, queries: list[str], n_cand: int, t0: float) -> tuple[list[dict[str, float]], dict]:
+        """({passage id: score} of n_cand candidates per query, stage timings): dense, BM25 or both fused."""
+        timings, dense, dense_raw, sparse = {}, None, None, None
         if self.mode in ("dense", "hybrid"):
             vectors = self.encode_queries(queries)
             t1 = time.perf_counter()
@@ -249,12 +266,8 @@ class Retriever:
             fused = [fuse_minmax(d, s, self.settings.weight) for d, s in zip(dense, sparse)]
         else:
             fused = dense if dense is not None else sparse
-        by_id = self.corpus.passage_by_id if self.mode == "bm25" else self.passage_by_id
-        results = [[Hit(by_id[i], s) for i, s in top_k(scores, k)] for scores in fused]
         timings["fusion_ms"] = (time.perf_counter() - t4) * 1e3
-        timings["total_ms"] = (time.perf_counter() - t0) * 1e3
-        self.timings = timings
-        return results
+        return fused, timings
 
     def search_zscore(self, queries: list[str], k: int) -> list[list[Hit]]:
         """Hybrid with z-score fusion over every document (see FUSIONS)."""
@@ -270,8 +283,10 @@ class Retriever:
         sparse = self.bm25.full_scores(queries)[:, [bm25_order[p.id] for p in self.passages]]
         t2 = time.perf_counter()
         fused = zscore_fuse(dense, sparse, self.settings.weight)
+        if keep := parse_where(self.settings.where):  # the filter, applied to every document's fused score
+            fused[:, [j for j, p in enumerate(self.passages) if not keep(p)]] = -np.inf
         top = np.argsort(-fused, axis=1)[:, :k]
-        results = [[Hit(self.passages[j], float(fused[i, j])) for j in row] for i, row in enumerate(top)]
+        results = [[Hit(self.passages[j], float(fused[i, j])) for j in row if fused[i, j] > -np.inf] for i, row in enumerate(top)]
         self.timings = {"dense_ms": (t1 - t0) * 1e3, "bm25_ms": (t2 - t1) * 1e3,
                         "fusion_ms": (time.perf_counter() - t2) * 1e3, "total_ms": (time.perf_counter() - t0) * 1e3}
         return results
@@ -290,6 +305,7 @@ class PoolEntry:
     loaded_at: float = field(default_factory=time.time)
     requests: int = 0
     retry_at: float = 0.0  # after a failed reopen, when to try again
+    lease: object = None  # the version's reader lock, held while this entry serves it (prune keeps that version)
 
     def is_current(self) -> bool:
         """True while the index symlink still points at the version this retriever loaded (one readlink)."""
@@ -362,7 +378,7 @@ class RetrieverPool:
             link, version = index_link(retriever)
             self.opens += 1
             self.swaps += entry is not None
-            self.entries[key] = new = PoolEntry(retriever, link, version)
+            self.entries[key] = new = PoolEntry(retriever, link, version, lease=hold_version(version))
             return self.use(new, settings)
         finally:
             lock.release()

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from rag.encoders import encoder_help
+from rag.encoders import backend_help, encoder_help
 from rag.index import INDEX_KINDS
 from rag.reduce import REDUCERS
 from rag.retrieve import FUSIONS, MAX_K, RETRIEVERS, RetrievalSettings
@@ -38,13 +38,17 @@ RetrieverOpt = Annotated[str, typer.Option(help=RETRIEVER_HELP)]
 KOpt = Annotated[int, typer.Option("-k", "--k", help=f"How many passages (1..{MAX_K}).")]
 FusionOpt = Annotated[str, typer.Option(help=FUSION_HELP)]
 WeightOpt = Annotated[float, typer.Option(help="Weight of the dense side in hybrid fusion (0..1).")]
+BackendOpt = Annotated[Optional[str], typer.Option(help="How the encoder runs. " + backend_help())]
+WhereOpt = Annotated[Optional[str], typer.Option(help="Only passages whose source path matches a glob, e.g. "
+                                                      "'source=docs/**/*.md' (k results still come back).")]
 
 
 RETRIEVAL_OPTIONS = {  # option name -> (type with its typer.Option, default); the order --help shows
     "corpus": (CorpusOpt, DEFAULTS.corpus), "encoder": (EncoderOpt, DEFAULTS.encoder), "dim": (DimOpt, DEFAULTS.dim),
     "index": (IndexOpt, DEFAULTS.index), "reduce": (ReduceOpt, DEFAULTS.reduce),
     "retriever": (RetrieverOpt, DEFAULTS.retriever), "k": (KOpt, DEFAULTS.k), "fusion": (FusionOpt, DEFAULTS.fusion),
-    "weight": (WeightOpt, DEFAULTS.weight),
+    "weight": (WeightOpt, DEFAULTS.weight), "where": (WhereOpt, DEFAULTS.where),
+    "backend": (BackendOpt, DEFAULTS.backend),
 }
 
 
