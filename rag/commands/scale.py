@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
@@ -34,6 +35,8 @@ def bench_scale(ns: str = typer.Option("10000,100000,1000000", "--n", help="Vect
                 isolate: bool = typer.Option(True, "--isolate/--in-process",
                                              help="Each cell in a fresh process (its own peak RSS), or all in this one."),
                 bandwidth_mb: int = typer.Option(512, help="Array size for the memory-bandwidth measurement."),
+                ray_encode: int = typer.Option(0, help="Also time Ray Data encoding of this many SciFact passages "
+                                               "against one process (needs the scale extra)."),
                 project: str = typer.Option("", "--project", help="Also print the arithmetic for these N, e.g. 1e8,1e9."),
                 only_project: bool = typer.Option(False, "--only-project", help="Project from results.json; measure nothing."),
                 ram_gb: float = typer.Option(256.0, help="RAM per machine (projection)."),
@@ -42,13 +45,13 @@ def bench_scale(ns: str = typer.Option("10000,100000,1000000", "--n", help="Vect
                 rtt_ms: float = typer.Option(1.0, help="Assumed network round trip per fan-out (projection)."),
                 as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
     """Measure build time, bytes, peak RSS, search latency, QPS and recall@10 against N, d and index kind."""
-    _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolate, bandwidth_mb, project,
-                 only_project, ram_gb, gpus, gpu_rate, rtt_ms, as_json)
+    _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolate, bandwidth_mb, ray_encode,
+                 project, only_project, ram_gb, gpus, gpu_rate, rtt_ms, as_json)
 
 
 @handle_errors
-def _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolate, bandwidth_mb, project,
-                 only_project, ram_gb, gpus, gpu_rate, rtt_ms, as_json):
+def _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolate, bandwidth_mb, ray_encode,
+                 project, only_project, ram_gb, gpus, gpu_rate, rtt_ms, as_json):
     from rag.config import RagError, valid_choice
     from rag.index import INDEX_KINDS
     from rag.scale import load_results, run_scale
@@ -69,6 +72,12 @@ def _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolat
                             bandwidth_mb=bandwidth_mb,
                             progress=None if as_json else lambda what: console.print(f"[dim]measuring {safe(what)}[/]"))
         results["plots"] = [str(p) for p in plot_growth(results, out)]
+    if ray_encode:
+        from rag.config import atomic_write_text
+        from rag.scale import ray_encode_throughput
+
+        results["ray_encode"] = ray_encode_throughput(ray_encode)
+        atomic_write_text(out / "results.json", json.dumps(results, indent=1))
     if project:
         results["projection"] = do_project(results, parse_list(project, float, "--project"), ram_gb, gpus=gpus,
                                            gpu_docs_per_s=gpu_rate, rtt_ms=rtt_ms)
@@ -109,6 +118,11 @@ def render_scale(results: dict) -> None:
         g = s["ivf_pq_d128"]
         console.print(f"ivf-pq at N={s['n_max']:,} d=128: recall@10 {g['recall_at_10']:.3f}, batch QPS "
                       f"{g['qps_ratio']:.1f}× flat, single query {g['single_speedup']:.1f}× faster")
+    if "ray_encode" in results:
+        e = results["ray_encode"]
+        console.print(f"encoding {e['texts']} passages: one process {e['single_docs_per_s']:.1f}/s, Ray Data with "
+                      f"{e['actors']} actors {e['ray_docs_per_s']:.1f}/s = [bold]{e['ratio']:.2f}×[/] "
+                      f"(max |Δ| {e['max_abs_diff']:.1e})")
     for plot in results.get("plots", []):
         console.print(f"plot: {safe(plot)}")
     if "projection" in results:
