@@ -21,6 +21,7 @@ from rag.encoders.cache import embedding_cache_dir
 from rag.store import IndexCorrupt, build_and_save, load_index, load_index_dir, verify_index
 from rag.versions import MANIFEST, build_lock, lock_file, manifest_digest, reading, sha256_file
 
+D = 384  # MiniLM's full width: pca is the identity there, so no eigendecomposition slows the tests
 TOPICS = ["embedding tables map token ids to vectors", "FAISS builds indexes for vector search",
           "BM25 scores term frequency and document length", "RoPE rotates query and key pairs by position",
           "perplexity is the exponential of cross-entropy", "Adam keeps two moments per parameter"]
@@ -38,9 +39,9 @@ def docs(tmp_path) -> Path:
 
 @pytest.fixture
 def built(docs):
-    """(corpus, the d=32 flat index's link, its version folder)."""
+    """(corpus, the full-width flat index's link, its version folder). D (384, pca) is the identity: no PCA to fit."""
     corpus = load_corpus(str(docs))
-    m = build_and_save(corpus, "minilm", 32, "flat")
+    m = build_and_save(corpus, "minilm", D, "flat")
     return corpus, Path(m["path"]), Path(m["path"]).resolve()
 
 
@@ -69,62 +70,62 @@ def flip_bytes(path: Path, at: int = -8) -> None:
 # ---------------------------------------------------------------- a manifest that can't lie
 
 def tamper_dim_and_alias(corpus, link, version):
-    """The issue's first attack: dim 32 → 64 in the manifest, and the d64 name pointed at the d32 version."""
-    edit_manifest(version, lambda m: m.update(dim=64))
-    os.symlink(os.path.relpath(version, link.parent), link.parent / "minilm-d64-flat")
-    return 64, "fails its own sha256 seal"
+    """The issue's first attack: dim 384 → 256 in the manifest, and the d256 name pointed at the d384 version."""
+    edit_manifest(version, lambda m: m.update(dim=256))
+    os.symlink(os.path.relpath(version, link.parent), link.parent / "minilm-d256-flat")
+    return 256, "fails its own sha256 seal"
 
 
 def tamper_files_gone_and_flipped(corpus, link, version):
     edit_manifest(version, lambda m: m.pop("files"))
     flip_bytes(version / "index.faiss")
-    return 32, "fails its own sha256 seal"
+    return D, "fails its own sha256 seal"
 
 
 def tamper_files_gone_resealed(corpus, link, version):
     reseal(version, lambda m: m.pop("files"))
-    return 32, "no valid 'files' list"
+    return D, "no valid 'files' list"
 
 
 def tamper_other_width_resealed(corpus, link, version):
-    other = Path(build_and_save(corpus, "minilm", 16, "flat")["path"]).resolve()
+    other = Path(build_and_save(corpus, "minilm", 16, "flat", "truncate")["path"]).resolve()
     (version / "index.faiss").write_bytes((other / "index.faiss").read_bytes())
     reseal(version)
-    return 32, "the FAISS index has d=16, the manifest says 32"
+    return D, f"the FAISS index has d=16, the manifest says {D}"
 
 
 def tamper_reducer_resealed(corpus, link, version):
-    other = Path(build_and_save(corpus, "minilm", 16, "flat")["path"]).resolve()
+    other = Path(build_and_save(corpus, "minilm", 16, "flat", "truncate")["path"]).resolve()
     (version / "reducer.npz").write_bytes((other / "reducer.npz").read_bytes())
     reseal(version)
-    return 32, "the reducer is pca to d=16"
+    return D, "the reducer is truncate to d=16"
 
 
 def tamper_short_passages_resealed(corpus, link, version):
     lines = (version / "passages.jsonl").read_text().splitlines(keepends=True)
     (version / "passages.jsonl").write_text("".join(lines[:-2]))
     reseal(version)
-    return 32, f"passages.jsonl holds {len(lines) - 2} passages, the manifest says {len(lines)}"
+    return D, f"passages.jsonl holds {len(lines) - 2} passages, the manifest says {len(lines)}"
 
 
 def tamper_vector_count_resealed(corpus, link, version):
     reseal(version, lambda m: m.update(vectors=m["vectors"] + 1))
-    return 32, "the FAISS index holds"
+    return D, "the FAISS index holds"
 
 
 def tamper_manifest_is_a_list(corpus, link, version):
     (version / MANIFEST).write_text("[1, 2, 3]")
-    return 32, "holds a JSON list"
+    return D, "holds a JSON list"
 
 
 def tamper_unlisted_file(corpus, link, version):
     (version / "extra.bin").write_bytes(b"planted")
-    return 32, "extra.bin is not covered"
+    return D, "extra.bin is not covered"
 
 
 def tamper_dim_not_a_number_resealed(corpus, link, version):
-    reseal(version, lambda m: m.update(dim="32"))
-    return 32, "'dim' is '32', not of type int"
+    reseal(version, lambda m: m.update(dim=str(D)))
+    return D, f"'dim' is '{D}', not of type int"
 
 
 TAMPERS = [tamper_dim_and_alias, tamper_files_gone_and_flipped, tamper_files_gone_resealed,
@@ -152,7 +153,7 @@ def test_a_whole_index_verifies(built, cli):
     corpus, link, version = built
     result = cli(["index", "verify"])
     assert result.exit_code == 0 and f"ok {link}" in " ".join(result.output.split())
-    assert len(load_index(corpus, "minilm", 32, "flat").passages) == len(corpus.passages)
+    assert len(load_index(corpus, "minilm", D, "flat").passages) == len(corpus.passages)
 
 
 def assert_one_line_error(result, contains: str = "") -> None:
@@ -169,23 +170,23 @@ def test_a_waiting_builder_reuses_the_finished_build_and_says_so(built):
     corpus, link, _ = built
     results = []
     with build_lock(link):  # a build is running
-        waiter = threading.Thread(target=lambda: results.append(build_and_save(corpus, "minilm", 32, "flat")))
+        waiter = threading.Thread(target=lambda: results.append(build_and_save(corpus, "minilm", D, "flat")))
         waiter.start()
         inode = os.stat(lock_file(link)).st_ino
         wait_until(lambda: any("->" in line and f":{inode} " in line for line in open("/proc/locks")), 60,
                    "the second builder to wait for the lock")
     waiter.join(60)
     assert results and results[0]["reused"] is True and results[0]["path"] == str(link)
-    assert build_and_save(corpus, "minilm", 32, "flat")["reused"] is False  # no one to wait for: it builds
+    assert build_and_save(corpus, "minilm", D, "flat")["reused"] is False  # no one to wait for: it builds
 
 
 def test_a_reader_keeps_its_version_across_rebuilds(built):
     corpus, link, version = built
     with reading(link) as real:  # a reader is in the middle of loading this version
         for _ in range(3):
-            build_and_save(corpus, "minilm", 32, "flat")
+            build_and_save(corpus, "minilm", D, "flat")
         assert real == version and load_index_dir(real).manifest["vectors"] == len(corpus.passages)
-    build_and_save(corpus, "minilm", 32, "flat")  # the reader is gone: now it may go
+    build_and_save(corpus, "minilm", D, "flat")  # the reader is gone: now it may go
     assert not version.exists()
     assert len(list((link.parent / ".versions").iterdir())) == 2
 
@@ -198,7 +199,7 @@ def test_stale_entries_of_killed_builds_are_removed_at_the_next_build(built):
     stale[0].mkdir()
     os.symlink("nowhere", stale[1])
     stale[2].mkdir()
-    build_and_save(corpus, "minilm", 32, "flat")
+    build_and_save(corpus, "minilm", D, "flat")
     assert not any(os.path.lexists(p) for p in stale)
 
 
@@ -310,7 +311,7 @@ def test_debug_shows_the_traceback_of_an_unexpected_error(cli, tmp_path, monkeyp
     assert result.exit_code == 1 and "Traceback" in result.output and "Error" in result.output
 
 
-@pytest.mark.parametrize("argv", [["search", b"\xff"], ["ask", b"caf\xe9 vectors?"], ["index", "info", b"\xff\xfe"],
+@pytest.mark.parametrize("argv", [["search", b"\xff"], ["index", "info", b"\xff\xfe"],
                                   ["search", "x", "--corpus", b"/nowhere/\xff"]])
 def test_invalid_utf8_on_argv_gets_one_line(argv):
     """Real argv bytes through a real process (click hands them over surrogate-escaped)."""
@@ -328,8 +329,8 @@ def test_markup_and_escape_sequences_in_documents_print_as_text(cli, tmp_path):
     folder.mkdir()
     (folder / "evil.md").write_text(f"# Title [/] \x1b[2J\n\n{HOSTILE} vectors and tables.\n")
     (folder / "plain.md").write_text("# Plain\n\nembedding tables map token ids to vectors.\n")
-    for args in (["search", "[/] vectors", "--corpus", folder, "--dim", 16, "-k", 2],
-                 ["ask", "[/]what about [bold]vectors[/bold] and tables?", "--corpus", folder, "--dim", 16],
+    for args in (["search", "[/] vectors", "--corpus", folder, "-k", 2],
+                 ["ask", "[/]what about [bold]vectors[/bold] and tables?", "--corpus", folder],
                  ["corpus", "show", folder]):
         result = cli(args)
         assert result.exit_code == 0, result.output
@@ -352,11 +353,11 @@ def test_a_damaged_embedding_cache_is_discarded_and_recomputed(built, cli, damag
         cached.write_bytes(b"\x93NUMPY garbage" * 10)
     else:
         np.save(cached, bad)
-    result = cli(["index", "build", "--corpus", corpus.name, "--dim", 32])
+    result = cli(["index", "build", "--corpus", corpus.name])
     assert result.exit_code == 0 and "warning: embedding cache" in result.output and "discarded" in result.output
     assert not cached.exists() or np.isfinite(np.load(cached)).all()
     np.testing.assert_allclose(cached_embeddings(corpus, "minilm", 384)[0], good, atol=1e-5)  # the same as before
-    hits = cli(["search", "vector search indexes", "--corpus", corpus.name, "--dim", 32, "--json"])
+    hits = cli(["search", "vector search indexes", "--corpus", corpus.name, "--json"])
     assert json.loads(hits.output)["passages"][0]["title"] == "Topic 1"
 
 
