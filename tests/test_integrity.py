@@ -393,3 +393,22 @@ def test_a_long_encode_says_how_long_before_it_starts(tmp_path, monkeypatch):
         vectors = cache.embed_corpus(corpus, get_encoder("minilm"))
     assert vectors.shape == (40, 384) and np.isfinite(vectors).all()
 
+
+
+def test_an_encoder_that_yields_nan_is_refused_before_anything_is_cached(docs):
+    """A real table encoder whose table holds NaN (what a diverged checkpoint gives): one line, and no cache file."""
+    from rag.config import RagError
+    from rag.encoders.cache import embed_corpus
+    from rag.encoders.tables import TableEncoder
+
+    class Chars:  # a tokenizer over characters
+        def encode(self, text, add_special_tokens=False):
+            return [ord(c) % 64 for c in text]
+
+    table = np.random.default_rng(0).normal(size=(64, 8)).astype(np.float32)
+    table[ord("e") % 64] = np.nan
+    corpus = load_corpus(str(docs))
+    encoder = TableEncoder("nan-table-test", Chars(), table)
+    with pytest.raises(RagError, match="produced NaN or infinite vectors"):
+        embed_corpus(corpus, encoder)
+    assert not list(embedding_cache_dir(corpus, encoder.name).glob("*.npy"))
