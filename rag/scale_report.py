@@ -115,3 +115,35 @@ def growth_table(results: dict) -> list[list[str]]:
     for g in results.get("growth", []):
         rows.append([g["kind"], str(g["d"])] + [f"{g[m]['exponent']:.2f}" if m in g else "-" for m in LABELS])
     return rows
+
+
+def markdown(results: dict) -> str:
+    """The run's tables as markdown (for docs/scale.md): cells, flat against bandwidth, exponents, projection."""
+    bw = results["bandwidth"]
+    lines = [f"Memory bandwidth, one thread: read {bw['read_gb_s']:.1f} GB/s, copy {bw['copy_gb_s']:.1f} GB/s. "
+             f"Real pool: {results['pool_vectors']:,} MiniLM vectors; vectors per N: "
+             + ", ".join(f"{int(n):,} {src}" for n, src in sorted(results.get("data", {}).items(), key=lambda x: int(x[0]))),
+             "", "| N | d | kind | build s | bytes/vector | peak RSS MB | p50 ms | p95 ms | batch QPS | recall@10 |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in sorted(results["cells"], key=lambda c: (c["n"], c["d"], c["kind"])):
+        lines.append(f"| {c['n']:,} | {c['d']} | {c['kind']} | {c['build_s']:.2f} | {c['bytes_per_vector']:.1f} | "
+                     f"{c['peak_rss_mb']:.0f} | {c['p50_ms']:.3f} | {c['p95_ms']:.3f} | {c['batch_qps']:.0f} | "
+                     f"{c['recall_at_10']:.3f} |")
+    lines += [f"\nSkipped: N={s['n']:,} d={s['d']} {s['kind']} ({s['why']})" for s in results.get("skipped", [])]
+    lines += ["", "| flat N | d | bytes scanned | bandwidth limit ms | p50 ms | × limit |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['n']:,} | {r['d']} | {fmt_bytes(r['bytes_scanned'])} | {r['limit_ms']:.3f} | {r['p50_ms']:.3f} | "
+              f"{r['ratio']:.2f} |" for r in results.get("flat_vs_bandwidth", [])]
+    lines += ["", "| kind | d | " + " | ".join(f"exponent: {v}" for v in LABELS.values()) + " |",
+              "|---|---|" + "---|" * len(LABELS)]
+    lines += ["| " + " | ".join(row) + " |" for row in growth_table(results)]
+    if "projection" in results:
+        p = results["projection"]
+        lines += ["", "| N | kind | d | B/vector | index | machines | per-shard p50 ms | fan-out p50 ms | exponent |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['target']:.0e} | {r['kind']} | {r['d']} | {r['bytes_per_vector']:.1f} | {fmt_bytes(r['bytes'])} "
+                  f"| {r['machines']} | {r['shard_p50_ms']:.1f} | {r['fanout_p50_ms']:.1f} | {r['search_exponent']:.2f} |"
+                  for r in p["rows"]]
+        lines += [f"\nEncoding {e['target']:.0e} passages: {e['gpu_hours']:.1f} h on {e['gpus']} GPUs at "
+                  f"{p['assumptions']['gpu_docs_per_s']:.0f}/s each (assumed); {e['cpu_2core_days']:.0f} days on one "
+                  f"2-core CPU at {p['assumptions']['cpu_docs_per_s']}/s (measured)" for e in p["encoding"]]
+    return "\n".join(lines) + "\n"

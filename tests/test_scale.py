@@ -109,9 +109,11 @@ def test_cli_bench_scale_measures_and_projects(cli, pool, tmp_path):
     assert {(c["n"], c["kind"]) for c in data["cells"]} == {(100, "flat"), (100, "sq8"), (400, "flat"), (400, "sq8")}
     assert {row["target"] for row in data["projection"]["rows"]} == {1e8, 1e9}
     assert all((out / f"scale-{m}.png").exists() for m in ("build_s", "p50_ms"))
-    r = cli(["bench", "scale", "--out", str(out), "--only-project", "--project", "1e9"])
+    r = cli(["bench", "scale", "--out", str(out), "--only-project", "--project", "1e9", "--markdown", str(out / "t.md")])
     assert r.exit_code == 0, r.output
     assert "projection" in r.output and "encoding 1e+09 passages" in r.output
+    md = (out / "t.md").read_text()
+    assert "| 400 | 16 | sq8 |" in md and "| 1e+09 | flat | 16 |" in md
 
 
 @pytest.mark.parametrize("args, words", [

@@ -43,15 +43,16 @@ def bench_scale(ns: str = typer.Option("10000,100000,1000000", "--n", help="Vect
                 gpus: int = typer.Option(8, help="GPUs that encode (projection)."),
                 gpu_rate: float = typer.Option(5000.0, help="Assumed MiniLM passages/s per GPU (projection)."),
                 rtt_ms: float = typer.Option(1.0, help="Assumed network round trip per fan-out (projection)."),
+                markdown: Path = typer.Option(None, "--markdown", help="Also write the tables as markdown here."),
                 as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
     """Measure build time, bytes, peak RSS, search latency, QPS and recall@10 against N, d and index kind."""
     _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolate, bandwidth_mb, ray_encode,
-                 project, only_project, ram_gb, gpus, gpu_rate, rtt_ms, as_json)
+                 project, only_project, ram_gb, gpus, gpu_rate, rtt_ms, markdown, as_json)
 
 
 @handle_errors
 def _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolate, bandwidth_mb, ray_encode,
-                 project, only_project, ram_gb, gpus, gpu_rate, rtt_ms, as_json):
+                 project, only_project, ram_gb, gpus, gpu_rate, rtt_ms, markdown, as_json):
     from rag.config import RagError, valid_choice
     from rag.index import INDEX_KINDS
     from rag.scale import load_results, run_scale
@@ -81,6 +82,11 @@ def _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolat
     if project:
         results["projection"] = do_project(results, parse_list(project, float, "--project"), ram_gb, gpus=gpus,
                                            gpu_docs_per_s=gpu_rate, rtt_ms=rtt_ms)
+    if markdown:
+        from rag.config import atomic_write_text
+        from rag.scale_report import markdown as to_markdown
+
+        atomic_write_text(markdown, to_markdown(results))
     if as_json:
         return print_json(results)
     render_scale(results)
