@@ -10,9 +10,13 @@ from __future__ import annotations
 import traceback
 import warnings
 
-import click
 import typer
 from typer.core import TyperGroup
+
+try:  # typer ≥ 0.2x carries its own copy of click; its exceptions are the ones it handles
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover - an older typer on the real click
+    from click import ClickException
 
 from rag.config import RagWarning, runtime_environment
 
@@ -32,7 +36,7 @@ def one_line(exc: BaseException) -> str:
 class RagGroup(TyperGroup):
     """The root group: RagWarnings become `warning:` lines, and no exception leaves as a traceback."""
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx):
         debug = bool(ctx.params.get("debug"))
         with warnings.catch_warnings():
             warnings.simplefilter("always", RagWarning)
@@ -40,14 +44,14 @@ class RagGroup(TyperGroup):
             warnings.showwarning = lambda m, c, *a, **k: warn(str(m)) if issubclass(c, RagWarning) else shown(m, c, *a, **k)
             try:
                 return super().invoke(ctx)
-            except (click.exceptions.Exit, click.ClickException, click.Abort, typer.Exit, typer.Abort, SystemExit):
+            except (typer.Exit, typer.Abort, ClickException, SystemExit):
                 raise
             except Exception as exc:  # noqa: BLE001 - the last line of defence
                 if debug:
                     err_console.print(safe(traceback.format_exc()), highlight=False, soft_wrap=True)
                 err_console.print(f"[bold red]error:[/] {safe(one_line(exc))} (run with --debug for the traceback)",
                                   highlight=False, soft_wrap=True)
-                raise click.exceptions.Exit(1) from None
+                raise typer.Exit(1) from None
 
 
 app = typer.Typer(

@@ -10,9 +10,9 @@ import sys
 import threading
 from pathlib import Path
 
-import click
 import numpy as np
 import pytest
+import typer
 
 from conftest import REPO, wait_until
 from rag.config import RagWarning
@@ -159,7 +159,7 @@ def test_a_whole_index_verifies(built, cli):
 def assert_one_line_error(result, contains: str = "") -> None:
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 1, result.output
-    assert isinstance(result.exception, (SystemExit, click.exceptions.Exit)), repr(result.exception)  # nothing escaped
+    assert isinstance(result.exception, (SystemExit, typer.Exit)), repr(result.exception)  # nothing escaped
     assert len(lines) == 1, result.output
     assert "Traceback" not in result.output and contains in " ".join(result.output.split()), result.output
 
@@ -319,6 +319,19 @@ def test_invalid_utf8_on_argv_gets_one_line(argv):
     out = (result.stdout + result.stderr).decode("utf-8", "replace")
     assert result.returncode == 1 and "Traceback" not in out, out
     assert len([line for line in out.splitlines() if line.strip()]) == 1, out
+
+
+def test_an_unexpected_error_in_a_real_process_is_one_line(tmp_path):
+    """The console script's own path (not CliRunner): an OSError nobody turned into a RagError."""
+    (tmp_path / "file").write_text("x")
+    env = {**os.environ, "RAG_INDEX_DIR": str(tmp_path / "file")}
+    args = [sys.executable, str(REPO / "cli.py"), "index", "build", "--corpus", "builtin", "--dim", "8"]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 1 and result.stdout == "", result.stdout
+    assert result.stderr.startswith("error: NotADirectoryError") and len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.rstrip().endswith("(run with --debug for the traceback)")
+    debug = subprocess.run(args[:2] + ["--debug"] + args[2:], capture_output=True, text=True, timeout=120, env=env)
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
 
 
 HOSTILE = "Bracket [/] and [bold]markup[/bold], \x1b[31mANSI red\x1b[0m, an OSC \x1b]8;;http://evil\x07link\x1b]8;;\x07 end."
