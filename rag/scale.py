@@ -130,15 +130,27 @@ def prepare(work: Path, pool: np.ndarray, n: int, dims, n_queries: int, seed: in
 # ---------------------------------------------------------------- one cell
 
 
+def proc_status_mb(field: str) -> float | None:
+    """A memory field of /proc/self/status in MiB (Linux), or None."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+    """This process's peak RSS. VmHWM, because it starts afresh at exec; ru_maxrss would carry the peak of the
+    parent that forked a spawned worker."""
+    hwm = proc_status_mb("VmHWM")
+    return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def current_rss_mb() -> float:
-    try:
-        return int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize() / 2**20
-    except OSError:  # not Linux: the peak so far is the best we have
-        return peak_rss_mb()
+    rss = proc_status_mb("VmRSS")
+    return rss if rss is not None else peak_rss_mb()
 
 
 def run_cell(paths: dict, kind: str, single: int = 30, single_budget_s: float = 10.0, seed: int = 0) -> dict:
@@ -191,19 +203,25 @@ def run_isolated(paths: dict, kind: str, **kw) -> dict:
 # ---------------------------------------------------------------- bandwidth and growth
 
 
-def measure_bandwidth(mb: int = 512, repeats: int = 3) -> dict:
-    """Single-thread memory bandwidth in GB/s: a streaming read (sum) and a copy, best of `repeats`."""
+def measure_bandwidth(mb: int = 512, block_mb: int = 32, passes: int = 4) -> dict:
+    """Single-thread memory bandwidth in GB/s: streaming reads (sum) and copies of `block_mb` blocks of an `mb`
+    array, the best block of `passes` passes. Short blocks, best of many: on a shared machine a block that ran
+    without being preempted is what the memory can do (a flat scan is timed the same way, by its p50)."""
     a = np.ones(mb * 2**20 // 4, np.float32)
     b = np.empty_like(a)
+    step = block_mb * 2**20 // 4
     read, copy = [], []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        a.sum()
-        read.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        np.copyto(b, a)
-        copy.append(time.perf_counter() - t)
-    return {"read_gb_s": a.nbytes / min(read) / 1e9, "copy_gb_s": 2 * a.nbytes / min(copy) / 1e9, "array_mb": mb}
+    for _ in range(passes):
+        for start in range(0, len(a) - step + 1, step):
+            t = time.perf_counter()
+            a[start:start + step].sum()
+            read.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            np.copyto(b[start:start + step], a[start:start + step])
+            copy.append(time.perf_counter() - t)
+    block = step * 4
+    return {"read_gb_s": block / min(read) / 1e9, "copy_gb_s": 2 * block / min(copy) / 1e9,
+            "read_median_gb_s": block / float(np.median(read)) / 1e9, "array_mb": mb, "block_mb": block_mb}
 
 
 def flat_vs_bandwidth(cell: dict, bandwidth: dict) -> dict:
