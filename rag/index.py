@@ -18,6 +18,8 @@ Every result row and manifest says which was used.
 from __future__ import annotations
 
 import math
+import os
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -56,13 +58,19 @@ def placement() -> str:
     """Where search runs on this machine: 'cuda-faiss', 'cuda-torch' or 'cpu' (see the module docstring)."""
     faiss = import_faiss()
     gpus = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
+    return choose_placement(gpus, gpus == 0 and torch_sees_cuda())
+
+
+def torch_sees_cuda() -> bool:
+    """torch.cuda.is_available(), without importing torch (seconds of a cold start) where no NVIDIA driver is
+    loaded and nothing imported torch yet: the ONNX query path stays torch-free."""
+    if "torch" not in sys.modules and not os.path.exists("/proc/driver/nvidia"):
+        return False
     try:
         import torch
-
-        cuda = torch.cuda.is_available()
     except ImportError:
-        cuda = False
-    return choose_placement(gpus, cuda)
+        return False
+    return torch.cuda.is_available()
 
 
 # ---------------------------------------------------------------- in-memory indexes
