@@ -22,7 +22,7 @@ import numpy as np
 
 from rag.config import RagError, cache_dir, index_dir
 from rag.corpus import Corpus, Passage
-from rag.encoders import get_encoder
+from rag.encoders import get_encoder, vector_name
 from rag.encoders.base import document_text
 from rag.encoders.cache import (cached_embeddings, embed_corpus_counted, embedding_cache_dir, load_passage_vectors,
                                 load_vectors, save_passage_vectors, slug, text_key)
@@ -66,10 +66,14 @@ def update_indexes(corpus: Corpus, progress=None) -> list[dict]:
         start = time.perf_counter()
         old = stored_passages(link.resolve())
         diff = passage_diff(old, corpus.passages)
-        seed_passage_cache(old, m["corpus_hash"], m["encoder"])  # an index built before the per-passage cache
-        if cached_embeddings(corpus, m["encoder"]) is None:  # encode only what the caches do not hold
-            _, row["encoded"] = embed_corpus_counted(corpus, get_encoder(m["encoder"]), progress=progress)
-        built = build_and_save(corpus, m["encoder"], m["dim"], m["kind"], m["reduce"], progress=progress)
+        backend = m.get("backend")
+        vectors_of = vector_name(m["encoder"], backend)  # the cache name: fp32 backends share one
+        seed_passage_cache(old, m["corpus_hash"], vectors_of)  # an index built before the per-passage cache
+        if cached_embeddings(corpus, vectors_of) is None:  # encode only what the caches do not hold
+            encoder = get_encoder(m["encoder"], backend)
+            _, row["encoded"] = embed_corpus_counted(corpus, encoder, progress=progress)
+        built = build_and_save(corpus, m["encoder"], m["dim"], m["kind"], m["reduce"], progress=progress,
+                               backend=backend)
         rows.append({**row, **diff, "status": "updated", "vectors": built["vectors"],
                      "seconds": round(time.perf_counter() - start, 3)})
     return rows
@@ -133,10 +137,11 @@ def used_by_indexes() -> tuple[set[str], dict[str, set[str]]]:
             try:
                 m = read_manifest(version)
                 passages = stored_passages(version)
+                name = slug(vector_name(str(m.get("encoder", "")), m.get("backend")))
             except (RagError, OSError, ValueError, TypeError):
-                continue
+                continue  # an unreadable version protects nothing; verify reports it
             hashes.add(str(m.get("corpus_hash", ""))[:16])
-            keys.setdefault(slug(str(m.get("encoder", ""))), set()).update(text_key(document_text(p)) for p in passages)
+            keys.setdefault(name, set()).update(text_key(document_text(p)) for p in passages)
     return hashes, keys
 
 
