@@ -6,7 +6,7 @@ export RAG_DATA_DIR ?= $(abspath ../shared/data)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test browser clean-indexes docker
+.PHONY: install demo test browser clean-indexes docker fuzz
 
 install: $(VENV)/.installed
 
@@ -46,3 +46,11 @@ clean-indexes:
 # The service on the CPU in a container (see Dockerfile); run with -p 8000:8000 -e RAG_API_KEY=...
 docker:
 	docker build -t rag:latest .
+
+# Schema-driven fuzzing of the service (schemathesis, all checks): no server error, no response outside the declared
+# schema. Excluded: "valid data accepted" (a schema cannot say that dim must fit the chosen encoder's width).
+fuzz: install
+	@RAG_INDEX_DIR=$$(mktemp -d) $(BIN)/rag serve --port 8765 --log-level warning & pid=$$!; trap "kill $$pid" EXIT; \
+	$(BIN)/python -c "from rag.commands.serve import wait_healthy; wait_healthy('http://127.0.0.1:8765', None, 300)" && \
+	$(BIN)/st run http://127.0.0.1:8765/openapi.json --checks all --exclude-checks positive_data_acceptance \
+	  --max-examples 60 --workers 2 --request-timeout 120 -H "Host: localhost"

@@ -29,15 +29,15 @@ from rag.config import VERSION, RagError
 from rag.retrieve import RetrievalSettings
 from rag.serve.demo import add_demo
 from rag.serve.guard import ApiKey, BodyGuard, Observe
-from rag.serve.models import AskRequest, AskResponse, SearchRequest, SearchResponse, error_responses, one_line, plain
+from rag.serve.models import (AskRequest, AskResponse, SearchRequest, SearchResponse, error_responses, one_line, plain,
+                              sse_content)
 from rag.serve.openai_api import add_openai_routes
 from rag.serve.policy import ServePolicy, hide_paths, parse_corpora
 from rag.serve.pool import ServePool
 from rag.serve.service import Service, sse
 from rag.store import list_indexes as store_listing
 
-SSE_RESPONSE = {"text/event-stream": {"schema": {"type": "string", "description":
-                "event: step (one per agent node) ... event: answer (the JSON above) ... event: done"}}}
+SSE_RESPONSE = sse_content("event: step (one per agent node), then event: answer (the JSON above), then event: done")
 
 
 def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = None, **settings) -> FastAPI:
@@ -62,7 +62,7 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
 
     app = FastAPI(title="rag", version=VERSION, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Agentic retrieval over FAISS indexes at any embedding width d.",
-                  responses=error_responses(401))
+                  responses=error_responses(400, 401, 413))  # the guards answer these on any path
     app.state.service = service
     app.state.pool = service.pool
     add_routes(app, service, started)

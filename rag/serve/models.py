@@ -31,8 +31,8 @@ class SettingsIn(BaseModel):
 
     model_config = STRICT
 
-    question: str = Field(..., description=f"1 to {MAX_QUESTION_CHARS} characters",
-                          examples=["What does the embedding dimension control?"])
+    question: str = Field(..., description=f"1 to {MAX_QUESTION_CHARS} characters, not only white space",
+                          examples=["What does the embedding dimension control?"], json_schema_extra={"pattern": r"\S"})
     corpus: str = Field(DEFAULTS.corpus, max_length=200, description="a corpus the server allows (GET /config)")
     encoder: str = Field(DEFAULTS.encoder, max_length=200, description="encoder name, e.g. minilm (GET /config)")
     dim: int | None = Field(DEFAULTS.dim, ge=1, le=16384, description="reduced width d; null keeps the encoder's full width")
@@ -42,8 +42,9 @@ class SettingsIn(BaseModel):
     k: int = Field(DEFAULTS.k, ge=1, le=MAX_K)
     fusion: vocabulary(FUSIONS) = DEFAULTS.fusion
     weight: float = Field(DEFAULTS.weight, ge=0.0, le=1.0, description="weight of the dense side in hybrid fusion")
-    where: str | None = Field(DEFAULTS.where, max_length=500,
-                              description="filter on passage metadata, e.g. source=docs/**/*.md")
+    where: str | None = Field(DEFAULTS.where, max_length=500, examples=["source=docs/**/*.md"],
+                              description="filter on passage metadata: source=GLOB, e.g. source=docs/**/*.md",
+                              json_schema_extra={"pattern": r"^\s*source\s*=\s*\S"})
 
     @field_validator("question")
     @classmethod
@@ -150,6 +151,13 @@ class ErrorOut(BaseModel):
 
     detail: str
     errors: list[ErrorItem] | None = None
+
+
+def sse_content(description: str) -> dict:
+    """The OpenAPI content entry of a server-sent-event stream: each event is {event, data (one JSON text)}."""
+    return {"text/event-stream": {"schema": {
+        "type": "object", "description": description, "required": ["data"],
+        "properties": {"event": {"type": "string"}, "data": {"type": "string"}, "id": {"type": "string"}}}}}
 
 
 def error_responses(*codes: int) -> dict:

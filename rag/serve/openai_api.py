@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rag.config import RagError, check_question
 from rag.retrieve import RetrievalSettings
-from rag.serve.models import error_responses
+from rag.serve.models import error_responses, sse_content
 from rag.serve.service import Service
 from rag.store import index_name, list_indexes
 
@@ -116,7 +116,9 @@ def add_openai_routes(app: FastAPI, service: Service) -> None:
         return {"object": "list", "data": [{"id": name, "object": "model", "created": created, "owned_by": "rag"}
                                            for name in model_table(service)]}
 
-    @app.post("/v1/chat/completions", responses=error_responses(400, 403, 404, 413, 422, 503))
+    @app.post("/v1/chat/completions", responses={
+              200: {"content": sse_content("with stream: true, chat.completion.chunk objects as data, then [DONE]")},
+              **error_responses(400, 403, 404, 413, 422, 503)})
     async def chat(request: ChatRequest):
         """Answer the last user message with the agent (OpenAI's chat completion format; `stream: true` for SSE)."""
         settings = (await run_in_threadpool(model_table, service)).get(request.model)
