@@ -107,3 +107,45 @@ def zscore_hybrid_row(common, qv, docs, bm25, q_texts, queries, doc_ids, order, 
     ms = timed(one, order, single_thread=True)
     return common | dict(retriever="hybrid", **score_run(run), search_ms_p50=p(ms, 50), search_ms_p95=p(ms, 95),
                          batch_qps=len(queries) / batch_s)
+
+
+# ---------------------------------------------------------------- share kept and paired differences
+
+BOOTSTRAPS = 2000
+
+
+def paired_bootstrap(a: np.ndarray, b: np.ndarray, n_boot: int = BOOTSTRAPS, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of a − b over paired queries and its 95% percentile bootstrap interval (queries resampled)."""
+    diff = np.asarray(a, np.float64) - np.asarray(b, np.float64)
+    rng = np.random.default_rng(seed)
+    means = diff[rng.integers(0, len(diff), size=(n_boot, len(diff)))].mean(1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return float(diff.mean()), float(lo), float(hi)
+
+
+def add_comparisons(rows: list[dict], per_query: dict[tuple, dict[str, float]], seed: int = 0) -> list[str]:
+    """Fill `ndcg@10_share` (nDCG@10 over the encoder's own full-width flat dense nDCG@10) and, for every
+    reducer other than PCA, `vs_pca_ndcg@10` with its 95% bootstrap interval: the per-query paired difference
+    against PCA at the same d, index kind and retriever. Returns notes."""
+    full: dict[str, float] = {}
+    for r in rows:
+        if r["retriever"] == "dense" and r["index"] == "flat" and r["reduce"] in ("pca", "truncate"):
+            if r["dim"] == max(x["dim"] for x in rows if x["encoder"] == r["encoder"] and x["dim"] != ""):
+                full[r["encoder"]] = r["ndcg@10"]
+    for r in rows:
+        if r["encoder"] in full and full[r["encoder"]] > 0:
+            r["ndcg@10_share"] = r["ndcg@10"] / full[r["encoder"]]
+        if r["reduce"] in ("pca", "") or r["dim"] == "":
+            continue
+        mine = per_query.get((r["encoder"], r["reduce"], r["dim"], r["index"], r["retriever"]))
+        pca = per_query.get((r["encoder"], "pca", r["dim"], r["index"], r["retriever"]))
+        if mine and pca:
+            qids = sorted(set(mine) & set(pca))
+            diff, lo, hi = paired_bootstrap([mine[q] for q in qids], [pca[q] for q in qids], seed=seed)
+            r.update({"vs_pca_ndcg@10": diff, "vs_pca_ci_low": lo, "vs_pca_ci_high": hi})
+    if not full:
+        return []
+    return [f"ndcg@10_share = nDCG@10 over the encoder's own full-width flat dense nDCG@10. vs_pca_ndcg@10 = mean "
+            f"per-query nDCG@10 difference against PCA at the same d, index kind and retriever, with a 95% "
+            f"bootstrap interval ({BOOTSTRAPS} resamples of the queries) in vs_pca_ci_low..vs_pca_ci_high; an "
+            "interval that excludes 0 is a difference beyond query-sampling noise."]

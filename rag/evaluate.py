@@ -15,13 +15,13 @@ from typing import Callable
 
 import numpy as np
 
-from rag.config import RagError, valid_choice
+from rag.config import VERSION, RagError, valid_choice
 from rag.encoders import check_encoder_name, get_encoder
 from rag.encoders.cache import embed_corpus, embedding_cache_dir
-from rag.eval_rows import (BATCH_REPEATS, RUN_DEPTH, WARMUP, bm25_reference, exact_top, hybrid_row, p, timed,
-                           timing_order, to_run, zscore_hybrid_row)
-from rag.index import INDEX_KINDS, build_index, placement
-from rag.reduce import REDUCERS, Reducer
+from rag.eval_rows import (BATCH_REPEATS, RUN_DEPTH, WARMUP, add_comparisons, bm25_reference, exact_top, hybrid_row,
+                           p, timed, timing_order, to_run, zscore_hybrid_row)
+from rag.index import INDEX_KINDS, build_index, code_bytes, placement
+from rag.reduce import NEEDS_QUERIES, REDUCERS, Reducer, ReducerWarning
 from rag.retrieve import FUSIONS, RETRIEVERS
 
 DATASETS = ("scifact", "hotpotqa")
@@ -30,7 +30,7 @@ DEFAULT_DIMS = (32, 64, 128, 256, 384, 576)
 DEFAULT_REDUCERS = ("pca", "truncate", "whiten")
 DEFAULT_ANN_REDUCERS = ("pca",)  # approximate index kinds run with these reducers only (flat runs with all)
 QUICK = {"n_queries": 40, "n_extra_docs": 200, "encoders": ("minilm",), "dims": (32, 128, 384),
-         "reducers": ("pca", "truncate")}
+         "reducers": ("pca", "truncate"), "distill_budget_s": 5.0}
 
 Progress = Callable[[str, int, int], None]  # progress(task description, done, total)
 
@@ -51,6 +51,7 @@ class GridSpec:
     hybrid_weight: float = 0.5
     fusion: str = "minmax"  # see rag.retrieve.FUSIONS
     seed: int = 0
+    distill_budget_s: float | None = None  # None: rag.reduce's default (the quick grid: QUICK's)
 
 
 @dataclass
@@ -91,15 +92,15 @@ def check_spec(spec: GridSpec) -> GridSpec:
 
 
 def check_dataset(name: str) -> str:
-    if name in DATASETS or (Path(name).expanduser() / "corpus.jsonl").exists():
+    if name in DATASETS or Path(name).expanduser().is_dir():
         return name
-    raise RagError(f"unknown dataset '{name}'; valid datasets: {', '.join(DATASETS)}, "
-                   "or a BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)")
+    raise RagError(f"unknown dataset '{name}'; valid datasets: {', '.join(DATASETS)}, a BEIR-layout folder "
+                   "(corpus.jsonl, queries.jsonl, qrels/test.tsv), or a folder of documents with --queries and --qrels")
 
 
 def load_eval_data(spec: GridSpec) -> EvalData:
     """Load the corpus and the judged queries (optionally another query set), drop unknown qrels ids."""
-    from rag.corpus import load_corpus, load_qrels_file, load_queries_file, subset
+    from rag.corpus import expand_document_qrels, load_corpus, load_qrels_file, load_queries_file, subset
     from rag.metrics import clean_qrels
 
     corpus = load_corpus(spec.dataset)
@@ -114,6 +115,7 @@ def load_eval_data(spec: GridSpec) -> EvalData:
             queries = load_queries_file(Path(corpus.source) / "queries.jsonl")
     if not qrels:
         raise RagError(f"the query set of '{spec.dataset}' has no qrels at all; pass --qrels FILE.tsv with judgments")
+    qrels = expand_document_qrels(qrels, corpus.passages)  # a document path stands for all of its passages
     clean, check = clean_qrels(qrels, [q.id for q in queries], [p.id for p in corpus.passages])
     queries = [q for q in queries if q.id in clean]
     return EvalData(corpus, queries, clean, asdict(check) | {
@@ -142,9 +144,12 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
                 "encode_ms_p95": ""}
         return base | kw
 
-    def score_run(run: dict) -> dict:
-        m = ir_metrics(qrels, run)["mean"]
-        return m | {"all_gold@10": all_gold_at_k(qrels, run, 10)}
+    per_query: dict[tuple, dict[str, float]] = {}  # (encoder, reduce, dim, index, retriever) -> {qid: nDCG@10}
+
+    def score_run(run: dict, key: tuple = ()) -> dict:
+        scored = ir_metrics(qrels, run)
+        per_query[key] = {q: m["ndcg@10"] for q, m in scored["per_query"].items()}
+        return scored["mean"] | {"all_gold@10": all_gold_at_k(qrels, run, 10)}
 
     # ---- BM25 (reference row; also the sparse half of hybrid)
     bm25_runs, bm25_ms, bm25_batch_s = None, None, None
@@ -181,17 +186,24 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
             skipped.append({"encoder": enc_name, "dims": wide, "why": f"wider than the encoder ({width})"})
         if width not in spec.dims:
             notes.append(f"{enc_name}: added its full width d={width} as the reference for the 95% rule.")
+        pseudo = None
+        if set(spec.reducers) & set(NEEDS_QUERIES):
+            from rag.reduce.pseudo import pseudo_query_vectors
+
+            tick(f"pseudo-queries for {enc_name}", 0, 1)
+            pseudo = pseudo_query_vectors(corpus, enc, seed=spec.seed)
+        fitted: dict[tuple[str, int], Reducer] = {}
         for reduce in spec.reducers:
             for dim in dims:
                 t0 = time.perf_counter()
-                reducer = Reducer.fit(doc_full, dim, reduce)
+                reducer = fit_reducer(fitted, doc_full, dim, reduce, pseudo, spec, notes, enc_name)
                 docs = reducer.transform(doc_full)
                 reduce_s = time.perf_counter() - t0
                 qv = reducer.transform(q_full)
                 tr_ms = timed(lambda i: reducer.transform(q_full[i:i + 1]), order, single_thread=True)
                 encode_ms = enc_ms + tr_ms
                 exact_top10 = exact_top(qv, docs, 10)  # the reference for ann_recall@10
-                run_kinds = [k for k in kinds if k == "flat" or not spec.ann_reducers or reduce in spec.ann_reducers]
+                run_kinds = kinds_for(reduce, kinds, spec)
                 for kind in run_kinds:
                     tick(f"{enc_name} {reduce} d={dim} {kind}", done, n_configs)
                     t0 = time.perf_counter()
@@ -209,21 +221,27 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
                     nbytes = index.nbytes
                     common = dict(encoder=enc_name, reduce=reduce, dim=dim, index=kind, device=index.device,
                                   encode_ms_p50=p(encode_ms, 50), encode_ms_p95=p(encode_ms, 95),
-                                  index_bytes=nbytes, bytes_per_vector=nbytes / len(doc_ids), build_s=build_s)
+                                  index_bytes=nbytes, bytes_per_vector=nbytes / len(doc_ids), build_s=build_s,
+                                  code_bytes=code_bytes(kind, dim, len(doc_ids)))
+                    key = (enc_name, reduce, dim, kind)
                     if "dense" in spec.retrievers:
                         ann = ann_recall_at_k(hits, exact_top10, 10)
-                        rows.append(row(**common, retriever="dense", **score_run(dense), **{"ann_recall@10": ann},
+                        rows.append(row(**common, retriever="dense", **score_run(dense, key + ("dense",)),
+                                        **{"ann_recall@10": ann},
                                         search_ms_p50=p(search_ms, 50), search_ms_p95=p(search_ms, 95),
                                         batch_qps=len(queries) / batch_s))
                     if "hybrid" in spec.retrievers and kind == "flat" and spec.fusion == "zscore":
-                        rows.append(row(**zscorehybrid_row(common, qv, docs, bm25, q_texts, queries, doc_ids, order,
-                                                            spec.hybrid_weight, score_run)))
+                        rows.append(row(**zscore_hybrid_row(common, qv, docs, bm25, q_texts, queries, doc_ids, order,
+                                                             spec.hybrid_weight,
+                                                             lambda run: score_run(run, key + ("hybrid",)))))
                     elif "hybrid" in spec.retrievers and kind == "flat":
                         rows.append(row(**hybrid_row(common, dense, bm25_runs, queries, order, search_ms, bm25_ms,
-                                                      batch_s, bm25_batch_s, spec.hybrid_weight, score_run)))
+                                                      batch_s, bm25_batch_s, spec.hybrid_weight,
+                                                      lambda run: score_run(run, key + ("hybrid",)))))
                     done += 1
                     del index
     tick("done", n_configs, n_configs)
+    notes += add_comparisons(rows, per_query, seed=spec.seed)
     for r in rows:
         r["dataset"] = spec.dataset if not spec.quick else corpus.name
     multi = sum(1 for rels in qrels.values() if sum(1 for v in rels.values() if v > 0) > 1)
@@ -252,18 +270,45 @@ def run_retrieval_grid(spec: GridSpec, progress: Progress | None = None) -> dict
     }
 
 
+def fit_reducer(fitted: dict, doc_full, dim: int, reduce: str, pseudo, spec: GridSpec, notes: list,
+                enc_name: str) -> Reducer:
+    """Fit one reducer (distill-itq reuses the distill fit from `fitted`); a distill fallback becomes a note."""
+    import warnings
+
+    from rag.reduce import DISTILL_BUDGET_S
+
+    seed = spec.seed
+    budget = spec.distill_budget_s or (QUICK["distill_budget_s"] if spec.quick else DISTILL_BUDGET_S)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ReducerWarning)
+        if reduce == "distill-itq" and ("distill", dim) in fitted:  # the slow fit once, the rotation on top
+            reducer = fitted[("distill", dim)].with_itq(doc_full, reduce, seed)
+        else:
+            reducer = Reducer.fit(doc_full, dim, reduce, queries=pseudo, seed=seed, budget_s=budget)
+    notes += [f"{enc_name} d={dim} {reduce}: {w.message}" for w in caught if issubclass(w.category, ReducerWarning)]
+    fitted[(reduce, dim)] = reducer
+    if reducer.fit_info:
+        notes.append(f"{enc_name} d={dim} {reduce} fit: {reducer.fit_info}")
+    return reducer
+
+
+def kinds_for(reduce: str, kinds: list[str], spec: GridSpec) -> list[str]:
+    """Flat runs with every reducer; approximate kinds with spec.ann_reducers; an ITQ rotation changes only what
+    sign bits see, so the -itq reducers run flat and binary only."""
+    out = [k for k in kinds if k == "flat" or not spec.ann_reducers or reduce in spec.ann_reducers]
+    return [k for k in out if k in ("flat", "binary")] if reduce.endswith("itq") else out
+
+
 def _count_configs(spec: GridSpec, kinds: list[str]) -> int:
-    per_dim = sum(len([k for k in kinds if k == "flat" or not spec.ann_reducers or r in spec.ann_reducers])
-                  for r in spec.reducers)
+    per_dim = sum(len(kinds_for(r, kinds, spec)) for r in spec.reducers)
     return max(1, per_dim * len(spec.encoders) * (len(spec.dims) + 1))
 
 
 def _versions() -> dict:
     import importlib.metadata as md
 
-    import rag
-
-    out = {"rag": rag.__version__, "python": platform.python_version()}
+    out = {"rag": VERSION, "python": platform.python_version()}
     for pkg in ("numpy", "faiss-cpu", "torch", "sentence-transformers", "transformers", "bm25s", "pytrec-eval-terrier"):
         try:
             out[pkg] = md.version(pkg)

@@ -7,6 +7,7 @@ Kinds (all inner product on L2-normalised vectors, i.e. cosine):
   hnsw      graph search, 4·d bytes + ~2·M links per vector
   sq8       8-bit scalar quantisation, d bytes per vector
   binary    1 bit per coordinate (d/8 bytes); Hamming candidates rescored with the float query
+  opq-pq    OPQ rotation + product quantisation, exhaustive search: about d/4 bytes per vector
 
 Placement (`placement()`, decided once per process):
   cuda-faiss  faiss sees a GPU: flat/ivf/sq8 indexes move there with faiss.index_cpu_to_all_gpus
@@ -33,7 +34,9 @@ INDEX_KINDS: dict[str, str] = {
     "ivf-pq": "inverted lists + product quantisation, about d/4 bytes per vector",
     "hnsw": "graph search, 4·d bytes + links per vector",
     "sq8": "8-bit scalar quantisation, d bytes per vector",
-    "binary": "1 bit per coordinate (d/8 bytes); Hamming candidates rescored with the float query",
+    "binary": "1 bit per coordinate (d/8 bytes); Hamming candidates rescored with the float query "
+              "(pair it with --reduce itq or distill-itq for better bits)",
+    "opq-pq": "OPQ rotation + product quantisation, exhaustive search, about d/4 bytes per vector",
 }
 GPU_KINDS = ("flat", "ivf-flat", "ivf-pq", "sq8")  # kinds faiss can move to a GPU
 
@@ -85,6 +88,15 @@ def pq_shape(d: int, n: int) -> tuple[int, int]:
     m = max(k for k in range(1, d + 1) if d % k == 0 and k <= max(1, d // 4))
     bits = 8 if n >= 256 * 39 // 4 else max(1, min(8, int(math.log2(max(2, n // 4)))))
     return m, bits
+
+
+def code_bytes(kind: str, d: int, n: int) -> int:
+    """Bytes that one more vector adds to an index of `kind` (its code, plus a list id for IVF kinds); the fixed
+    tables (codebooks, rotations, centroids) are left out: on small corpora they outweigh the codes."""
+    pq = pq_shape(d, n)
+    per = {"flat": 4 * d, "ivf-flat": 4 * d + 8, "ivf-pq": math.ceil(pq[0] * pq[1] / 8) + 8, "hnsw": 4 * d + 8 * 32,
+           "sq8": d, "binary": math.ceil(d / 8), "opq-pq": math.ceil(pq[0] * pq[1] / 8)}
+    return per[kind]
 
 
 class SearchIndex:
@@ -174,6 +186,31 @@ def pack_bits(x: np.ndarray, padded_dim: int) -> np.ndarray:
     return np.packbits(bits, axis=1, bitorder="little")
 
 
+def opq_pq(faiss, x: np.ndarray):
+    """OPQ rotation + PQ (exhaustive asymmetric search), trained and filled. Quiet on small corpora: k-means
+    asks for 39 points per centroid and would warn at every OPQ iteration; 8 per centroid is enough here."""
+    n, d = x.shape
+    m, bits = pq_shape(d, n)
+    if n <= d:  # faiss's OPQ training crashes with no more vectors than dimensions: plain PQ then
+        index = faiss.IndexPQ(d, m, bits, faiss.METRIC_INNER_PRODUCT)
+        index.pq.cp.min_points_per_centroid = 8
+        index.train(x)
+        index.add(x)
+        return index
+    train_pq = faiss.ProductQuantizer(d, m, bits)
+    train_pq.cp.min_points_per_centroid = 8
+    opq = faiss.OPQMatrix(d, m)
+    opq.niter = 8
+    opq.pq = train_pq
+    index = faiss.IndexPQ(d, m, bits, faiss.METRIC_INNER_PRODUCT)
+    index.pq.cp.min_points_per_centroid = 8
+    wrapped = faiss.IndexPreTransform(opq, index)
+    wrapped.train(x)
+    wrapped.add(x)
+    opq.pq = None  # train_pq is freed with this function; the clone below owns all it needs
+    return faiss.clone_index(wrapped)
+
+
 def set_search_params(kind: str, index) -> None:
     if kind in ("ivf-flat", "ivf-pq"):
         index.nprobe = min(index.nlist, max(8, index.nlist // 8))
@@ -204,6 +241,8 @@ def build_index(vectors: np.ndarray, kind: str, seed: int = 0, train_size: int |
         index.hnsw.efConstruction = 80
     elif kind == "sq8":
         index = faiss.IndexScalarQuantizer(d, faiss.ScalarQuantizer.QT_8bit, ip)
+    elif kind == "opq-pq":
+        return SearchIndex(kind, opq_pq(faiss, x), d, "cpu").to_device()
     else:  # binary
         padded = 8 * math.ceil(d / 8)
         index = faiss.IndexBinaryFlat(padded)

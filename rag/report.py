@@ -14,12 +14,15 @@ COLUMNS = [
     "ndcg@10", "recall@10", "recall@100", "mrr@10", "ann_recall@10",
     "encode_ms_p50", "encode_ms_p95", "search_ms_p50", "search_ms_p95",
     "batch_qps", "index_bytes", "bytes_per_vector", "build_s",
+    # added by issue 11 (the columns above keep their order)
+    "code_bytes", "ndcg@10_share", "vs_pca_ndcg@10", "vs_pca_ci_low", "vs_pca_ci_high",
 ]
 PLOTS = {
     "ndcg_vs_dim.png": "nDCG@10 against d (dense, flat index); BM25 and hybrid as reference lines",
     "latency_vs_dim.png": "single-query search latency p50 against d, per index kind",
     "bytes_vs_dim.png": "index size on disk against d, per index kind (log scale)",
-    "quality_vs_bytes.png": "nDCG@10 against bytes per vector, Pareto front marked",
+    "quality_vs_bytes.png": "nDCG@10 against code bytes per vector (fixed tables left out), Pareto front marked "
+                            "and labelled",
     "ann_recall_vs_qps.png": "ANN recall@10 against batch QPS, approximate kinds",
 }
 KEEP_SHARE = 0.95  # "smallest d that keeps 95% of full-width nDCG@10"
@@ -246,18 +249,24 @@ def write_plots(rows, out_dir: Path) -> list[str]:
         save(fig, name)
 
     # 4. quality vs bytes per vector, Pareto front
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    pts = [(r["bytes_per_vector"], r["ndcg@10"]) for r in dense]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    cost = "code_bytes" if all(r.get("code_bytes", "") != "" for r in dense) else "bytes_per_vector"
+    pts = [(r[cost], r["ndcg@10"]) for r in dense]
     for kind in kinds:
         sel = [r for r in dense if r["index"] == kind]
-        ax.scatter([r["bytes_per_vector"] for r in sel], [r["ndcg@10"] for r in sel], s=18, alpha=0.7, label=kind)
-    front = sorted((pts[i] for i in pareto_front(pts)), key=lambda p: p[0])
-    if front:
-        ax.step([p[0] for p in front], [p[1] for p in front], where="post", color="red", lw=1.5, label="Pareto front")
+        ax.scatter([r[cost] for r in sel], [r["ndcg@10"] for r in sel], s=18, alpha=0.7, label=kind)
+    front_rows = sorted((dense[i] for i in pareto_front(pts)), key=lambda r: r[cost])
+    if front_rows:
+        ax.step([r[cost] for r in front_rows], [r["ndcg@10"] for r in front_rows], where="post", color="red",
+                lw=1.5, label="Pareto front")
+        for r in front_rows:
+            ax.annotate(f"{r['index']} {r['reduce']} d={r['dim']}", (r[cost], r["ndcg@10"]), fontsize=6,
+                        xytext=(3, -8), textcoords="offset points")
     if b:
         ax.axhline(b["ndcg@10"], color="black", ls="--", label="BM25")
     ax.set_xscale("log")
-    ax.set_xlabel("bytes per vector (index bytes / vectors)")
+    ax.set_xlabel("code bytes per vector (fixed tables left out)" if cost == "code_bytes"
+                  else "bytes per vector (index bytes / vectors)")
     ax.set_ylabel("nDCG@10")
     ax.grid(alpha=0.3, which="both")
     _legend(ax)
@@ -335,6 +344,23 @@ def write_report(result: dict, out_dir: Path) -> dict[str, Path]:
     return paths
 
 
+def frontier_markdown(rows) -> list[str]:
+    """The goal table (best configuration per byte budget against PCA's best) and the paired differences."""
+    from rag.frontier import goal_rows, paired_rows
+
+    goals, paired = goal_rows(rows), paired_rows(rows)
+    out = []
+    if goals:
+        out += ["", "## Fewer bytes: the best configuration per budget against PCA's best (dense, nDCG@10)", "",
+                markdown_table(goals, ["configuration", "pca_best", "pca_config", "best", "best_config", "share",
+                                       "goal", "met"])]
+    if paired:
+        out += ["", "## Against PCA at the same d and index kind (per-query paired difference, 95% bootstrap)", "",
+                markdown_table(paired, ["index", "reduce", "dim", "ndcg@10", "vs_pca_ndcg@10", "95% interval",
+                                        "beyond noise"])]
+    return out
+
+
 def report_markdown(result: dict, table: str) -> str:
     s, rows = result["settings"], result["rows"]
     data = result.get("data", {})
@@ -353,6 +379,7 @@ def report_markdown(result: dict, table: str) -> str:
                   "queries judge more than one paragraph)", ""]
         sel = [r for r in rows if r["index"] in ("flat", "bm25s")]
         lines.append(markdown_table(sel, ["encoder", "reduce", "dim", "retriever", "recall@10", "all_gold@10"]))
+    lines += frontier_markdown(rows)
     lines += ["", "## Plots", ""]
     for name, caption in PLOTS.items():
         lines += [f"![{caption}]({name})", "", f"*{caption}*", ""]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from rag.index import placement
+from rag.index import INDEX_KINDS, placement
 from cli import app
 from rag.commands.evaluate import INCOMPLETE
 from rag.reduce import Reducer
@@ -44,7 +44,7 @@ def test_quick_run_csv_schema_and_metric_ranges(quick_run):
         assert reader.fieldnames == COLUMNS
         rows = list(reader)
     kinds = {r["index"] for r in rows if r["retriever"] == "dense"}
-    assert kinds == {"flat", "ivf-flat", "ivf-pq", "hnsw", "sq8", "binary"}
+    assert kinds == set(INDEX_KINDS)
     bm25 = [r for r in rows if r["retriever"] == "bm25"]
     assert len(bm25) == 1 and bm25[0]["dim"] == ""  # one reference row, no d
     assert {int(r["dim"]) for r in rows if r["retriever"] == "hybrid"} == {32, 128, 384}
@@ -82,6 +82,38 @@ def test_non_empty_out_is_refused_then_overwritten_and_interrupted_run_resumes(q
     assert data["encoders"]["minilm"]["corpus_from_cache"] is True
     again = invoke(*cheap, "--out", out, "--overwrite")
     assert again.exit_code == 0, again.output
+
+
+def test_quick_run_reports_share_kept_and_code_bytes(quick_run):
+    with open(quick_run / "results.csv") as f:
+        rows = [r for r in csv.DictReader(f) if r["retriever"] == "dense"]
+    full = [r for r in rows if r["index"] == "flat" and r["dim"] == "384"]
+    assert all(float(r["ndcg@10_share"]) == pytest.approx(1.0) for r in full)
+    per_coordinate = {"flat": 4, "sq8": 1, "binary": 1 / 8}
+    for r in rows:
+        assert 0 < float(r["ndcg@10_share"]) <= 1.2
+        if r["index"] in per_coordinate:
+            assert int(r["code_bytes"]) == per_coordinate[r["index"]] * int(r["dim"])
+        assert int(r["code_bytes"]) <= float(r["bytes_per_vector"])  # the fixed tables come on top
+
+
+@pytest.mark.slow
+def test_learned_reducers_are_compared_with_pca_query_by_query(tmp_path, data_dir):
+    out = tmp_path / "out"
+    result = invoke("--quick", "--dims", "32", "--reduce", "pca,distill,itq", "--ann-reduce", "pca,itq,distill",
+                    "--index", "flat,binary", "--retriever", "dense", "--timed-queries", "10", "--out", out)
+    assert result.exit_code == 0, result.output
+    with open(out / "results.csv") as f:
+        rows = {(r["reduce"], r["dim"], r["index"]): r for r in csv.DictReader(f)}
+    # a rotation keeps every float score: itq on the flat index is PCA, query by query
+    itq = rows[("itq", "32", "flat")]
+    assert float(itq["vs_pca_ndcg@10"]) == pytest.approx(0, abs=1e-9) == float(itq["vs_pca_ci_low"])
+    for kind in ("flat", "binary"):
+        r = rows[("distill", "32", kind)]
+        assert float(r["vs_pca_ci_low"]) <= float(r["vs_pca_ndcg@10"]) <= float(r["vs_pca_ci_high"])
+        assert rows[("pca", "32", kind)]["vs_pca_ndcg@10"] == ""  # PCA is the baseline itself
+    report = (out / "report.md").read_text()
+    assert "Against PCA at the same d" in report and "distill fit" in report
 
 
 @pytest.mark.parametrize("option,value,valid", [

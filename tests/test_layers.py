@@ -18,7 +18,7 @@ LAYERS = [
     ["rag.store", "rag.versions", "rag.update", "rag.shards"],
     ["rag.retrieve", "rag.metrics"],
     ["rag.client", "rag.agent", "rag.eval_rows", "rag.evaluate", "rag.report", "rag.agent_eval", "rag.bench",
-     "rag.scale", "rag.scale_report"],
+     "rag.scale", "rag.scale_report", "rag.frontier", "rag.advise"],
     ["rag.serve", "rag.commands", "cli", "rag.api", "rag"],  # "rag" (the package's front door) matches itself only
 ]
 BESIDE = {"rag.lm": ["rag.config"]}  # the LM sweep sits beside the stack and reads only the bottom
