@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from conftest import wait_until
+from serve_helpers import inprocess_server  # noqa: F401  (a fixture)
 from rag.commands.serve import free_port, start_server_process, stop_server_process, wait_healthy
 from rag.report import write_csv
 
@@ -197,30 +198,22 @@ def test_hostile_passage_text_is_shown_as_text(site):
     assert driver.execute_script("return document.querySelectorAll('#ask-citations *').length") > 0
 
 
-def test_api_key_is_asked_once_per_tab(tmp_path):
+def test_api_key_is_asked_once_per_tab(site, inprocess_server):
     key = "demo-key-" + "x" * 24
-    port, log = free_port(), tmp_path / "server.log"
-    proc = start_server_process(port, log, ["--no-warm"], env={"RAG_API_KEY": key})
-    driver = None
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_healthy(url, proc, timeout=120, log_path=log)
-        driver = browser_or_skip(tmp_path)
-        driver.get(url + "/")
-        dialog = wait_until(lambda: [d for d in by_css(driver, "#key-dialog") if d.get_attribute("open") is not None],
-                            20, "the key dialog")[0]
-        dialog.find_element("id", "key-input").send_keys("wrong-key-wrong-key")
-        dialog.find_element("id", "key-submit").click()
-        wait_until(lambda: "refused" in driver.find_element("id", "key-error").text, 20, "the refusal")
-        dialog.find_element("id", "key-input").send_keys(key)
-        dialog.find_element("id", "key-submit").click()
-        wait_until(lambda: driver.execute_script("return document.body.dataset.ready === '1'"), 20, "the pickers")
-        assert driver.execute_script("return sessionStorage.getItem('rag-api-key')") == key
-        assert "auth on" in driver.find_element("id", "server-note").text
-        driver.refresh()  # same tab: the key is kept, no second prompt
-        wait_until(lambda: driver.execute_script("return document.body.dataset.ready === '1'"), 20, "the pickers")
-        assert driver.find_element("id", "key-dialog").get_attribute("open") is None
-    finally:
-        if driver is not None:
-            driver.quit()
-        stop_server_process(proc)
+    url = inprocess_server(api_key=key, warm=[])  # another origin (port): this tab has no key stored for it
+    assert httpx.get(url + "/config").status_code == 401 and httpx.get(url + "/").status_code == 200
+    driver = site["driver"]
+    driver.get(url + "/")
+    dialog = wait_until(lambda: [d for d in by_css(driver, "#key-dialog") if d.get_attribute("open") is not None],
+                        20, "the key dialog")[0]
+    dialog.find_element("id", "key-input").send_keys("wrong-key-wrong-key")
+    dialog.find_element("id", "key-submit").click()
+    wait_until(lambda: "refused" in driver.find_element("id", "key-error").text, 20, "the refusal")
+    dialog.find_element("id", "key-input").send_keys(key)
+    dialog.find_element("id", "key-submit").click()
+    wait_until(lambda: driver.execute_script("return document.body.dataset.ready === '1'"), 20, "the pickers")
+    assert driver.execute_script("return sessionStorage.getItem('rag-api-key')") == key
+    assert "auth on" in driver.find_element("id", "server-note").text
+    driver.refresh()  # same tab: the key is kept, no second prompt
+    wait_until(lambda: driver.execute_script("return document.body.dataset.ready === '1'"), 20, "the pickers")
+    assert driver.find_element("id", "key-dialog").get_attribute("open") is None
