@@ -130,10 +130,11 @@ def markdown(results: dict) -> str:
                      f"{c['peak_rss_mb']:.0f} | {c['p50_ms']:.3f} | {c['p95_ms']:.3f} | {c['batch_qps']:.0f} | "
                      f"{c['recall_at_10']:.3f} |")
     lines += [f"\nSkipped: N={s['n']:,} d={s['d']} {s['kind']} ({s['why']})" for s in results.get("skipped", [])]
-    lines += ["", "| flat N | d | bytes scanned | bandwidth limit ms | p50 ms | p50 × limit | fastest ms | fastest × limit |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += ["", "| flat N | d | bytes scanned | bandwidth limit ms | p50 ms | p50 × limit | fastest ms | fastest × limit "
+              "| numpy scan p50 ms | p50 × numpy scan |", "|---|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['n']:,} | {r['d']} | {fmt_bytes(r['bytes_scanned'])} | {r['limit_ms']:.3f} | {r['p50_ms']:.3f} | "
               f"{r['ratio']:.2f} | " + ("- | - |" if r.get("min_ms") is None else f"{r['min_ms']:.3f} | {r['min_ratio']:.2f} |")
+              + (" - | - |" if not r.get("stream_ratio") else f" {r['stream_p50_ms']:.3f} | {r['stream_ratio']:.2f} |")
               for r in results.get("flat_vs_bandwidth", [])]
     lines += ["", "| kind | d | " + " | ".join(f"exponent: {v}" for v in LABELS.values()) + " |",
               "|---|---|" + "---|" * len(LABELS)]

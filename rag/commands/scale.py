@@ -109,11 +109,14 @@ def render_scale(results: dict) -> None:
     console.print(table)
     for s in results.get("skipped", []):
         console.print(f"skipped N={s['n']:,} d={s['d']} {s['kind']}: {safe(s['why'])}")
-    table = Table("flat N", "d", "bytes scanned", "limit ms", "p50 ms", "p50 × limit", "fastest ms", "fastest × limit")
+    table = Table("flat N", "d", "bytes scanned", "limit ms", "p50 ms", "p50 × limit", "fastest ms", "fastest × limit",
+                  "numpy scan p50 ms", "p50 × numpy scan")
     for r in results.get("flat_vs_bandwidth", []):
         table.add_row(f"{r['n']:,}", str(r["d"]), fmt_bytes(r["bytes_scanned"]), f"{r['limit_ms']:.3f}",
                       f"{r['p50_ms']:.3f}", f"{r['ratio']:.2f}", "-" if r.get("min_ms") is None else f"{r['min_ms']:.3f}",
-                      "-" if r.get("min_ratio") is None else f"{r['min_ratio']:.2f}")
+                      "-" if r.get("min_ratio") is None else f"{r['min_ratio']:.2f}",
+                      "-" if not r.get("stream_p50_ms") else f"{r['stream_p50_ms']:.3f}",
+                      "-" if not r.get("stream_ratio") else f"{r['stream_ratio']:.2f}")
     console.print(table)
     if results.get("growth"):
         table = Table("kind", "d", *(f"exp {label}" for label in LABELS.values()))
