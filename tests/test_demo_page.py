@@ -28,15 +28,21 @@ STUDY = [(32, 0.453), (64, 0.540), (128, 0.611), (256, 0.637), (384, 0.645)]
 pytestmark = pytest.mark.slow
 
 
-def browser_or_skip(tmp: Path):
+def need_browser() -> None:
     if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
         pytest.skip("chromium and chromedriver are not installed (apt-get install chromium chromium-driver; "
                     "make test does it where apt-get is available)")
     try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
+        import selenium  # noqa: F401
     except ImportError:
         pytest.skip("selenium is not installed (pip install selenium; it is in the dev extra)")
+
+
+def browser_or_skip(tmp: Path):
+    need_browser()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -58,6 +64,7 @@ def write_study(folder: Path) -> Path:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """A served page: builds on, the default retriever warm, a generated folder corpus `hostile` and a study folder."""
+    need_browser()  # before paying for a server
     root = tmp_path_factory.mktemp("demo")
     corpus = root / "hostile"
     corpus.mkdir()
