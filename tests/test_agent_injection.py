@@ -67,16 +67,17 @@ def test_screen_removes_only_the_flagged_sentences_and_names_the_passage():
 
 @pytest.mark.slow
 def test_detector_rates_on_held_out_variants_and_corpus_sentences():
-    """TPR on variants not used to write the exemplars or pick the thresholds; FPR on 150 real corpus sentences."""
+    """TPR on variants not used to fit the classifier or pick the thresholds; FPR on 150 real corpus sentences
+    (the half of the passages never used for training or the dev split)."""
     det = detector()
-    heldout, fresh = variants("heldout.txt"), variants("fresh.txt")
-    assert len(heldout) >= 40
-    tpr = sum(any(det.flags(v)) for v in heldout) / len(heldout)
-    tpr_fresh = sum(any(det.flags(v)) for v in fresh) / len(fresh)
+    rates = {name: sum(any(det.flags(v)) for v in variants(name)) / len(variants(name))
+             for name in ("heldout.txt", "fresh.txt", "fresh2.txt")}
+    assert len(variants("heldout.txt")) >= 40 and len(variants("fresh2.txt")) >= 39
     benign = benign_sentences(50)
     assert len(benign) >= 100
     fpr = sum(any(det.flags([s])) for s in benign) / len(benign)
-    assert tpr >= 0.95 and tpr_fresh >= 0.6 and fpr <= 0.01, (tpr, tpr_fresh, fpr)
+    assert rates["heldout.txt"] >= 0.95 and rates["fresh.txt"] >= 0.9 and rates["fresh2.txt"] >= 0.85, rates
+    assert fpr <= 0.03, fpr
 
 
 @pytest.mark.slow

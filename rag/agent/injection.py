@@ -31,6 +31,10 @@ from rag.agent.text import sentences
 
 SEMANTIC_THRESHOLD = 0.55  # max cosine to an exemplar: the lowest with no false positive on the dev split
 WINDOW_THRESHOLD = 0.58  # the same check on joined neighbouring sentences, a little stricter
+CLASSIFIER_THRESHOLD = 0.62  # linear classifier (rag.agent.injection_fit): the lowest with no false positive on the dev split
+CLASSIFIER_MIN_COSINE = 0.3  # the classifier flags only text with some resemblance to an exemplar (a table row such
+#                             as "int8: 1 byte, integers from -128 to 127" scored 0.70 with no resemblance at all)
+WEIGHTS = Path(__file__).with_name("injection_weights.npz")
 MAX_SENTENCE_CHARS = 600  # longer "sentences" are checked in pieces of this size
 
 EXEMPLARS = [
@@ -192,32 +196,49 @@ class Flag:
 
 
 class Detector:
-    """The semantic side: MiniLM embeddings of the exemplars, and a bounded cache of sentence scores."""
+    """The semantic side: MiniLM embeddings of the exemplars, a linear classifier over the same embeddings
+    (fitted by rag.agent.injection_fit), and a bounded cache of sentence scores."""
 
-    def __init__(self, encoder=None):
+    def __init__(self, encoder=None, weights: bool = True):
         from rag.encoders import get_encoder
 
         self.encoder = encoder or get_encoder("minilm")
         self.exemplars = self.embed([normalize(e) for e in EXEMPLARS])
-        self.cache: dict[str, float] = {}
+        self.w, self.b = None, 0.0
+        if weights and WEIGHTS.exists():
+            with np.load(WEIGHTS) as saved:
+                self.w, self.b = saved["w"].astype(np.float32), float(saved["b"])
+        self.cache: dict[str, tuple[float, float]] = {}
         self.lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return np.asarray(self.encoder.encode(texts, kind="document"), dtype=np.float32)
 
     def scores(self, texts: list[str]) -> np.ndarray:
-        """Max cosine of each text to the exemplars (cached by normalised text)."""
+        """[n, 2]: max cosine of each text to the exemplars, and the classifier's probability (0 without weights);
+        cached by normalised text."""
         keys = [normalize(t)[:MAX_SENTENCE_CHARS] for t in texts]
         with self.lock:
             todo = sorted({k for k in keys if k not in self.cache})
         if todo:
-            sims = (self.embed(todo) @ self.exemplars.T).max(axis=1)
+            vectors = self.embed(todo)
+            sims = (vectors @ self.exemplars.T).max(axis=1)
+            probs = 1 / (1 + np.exp(-(vectors @ self.w + self.b))) if self.w is not None else np.zeros(len(todo))
             with self.lock:
                 if len(self.cache) > 50_000:
                     self.cache.clear()
-                self.cache.update(zip(todo, map(float, sims)))
+                self.cache.update((k, (float(s), float(p))) for k, s, p in zip(todo, sims, probs))
         with self.lock:
-            return np.array([self.cache.get(k, 0.0) for k in keys], dtype=np.float32)
+            return np.array([self.cache.get(k, (0.0, 0.0)) for k in keys], dtype=np.float32).reshape(-1, 2)
+
+    @staticmethod
+    def semantic(score, threshold: float) -> str | None:
+        """The reason a (cosine, probability) pair flags a text at this cosine threshold, or None."""
+        if score[0] >= threshold:
+            return f"similar:{score[0]:.2f}"
+        if score[1] >= CLASSIFIER_THRESHOLD + (threshold - SEMANTIC_THRESHOLD) and score[0] >= CLASSIFIER_MIN_COSINE:
+            return f"classifier:{score[1]:.2f}"
+        return None
 
     def flags(self, sents: list[str], windows: bool = True) -> list[Flag | None]:
         """One entry per sentence: a Flag or None. Windows of 2 and 3 neighbours catch split instructions."""
@@ -229,16 +250,17 @@ class Detector:
                 out[i] = Flag(s, f"rule:{rule}")
         sims = self.scores(sents)
         for i, s in enumerate(sents):
-            if out[i] is None and sims[i] >= SEMANTIC_THRESHOLD:
-                out[i] = Flag(s, f"similar:{sims[i]:.2f}")
+            if out[i] is None and (why := self.semantic(sims[i], SEMANTIC_THRESHOLD)):
+                out[i] = Flag(s, why)
         spans = [(i, n) for n in (2, 3) for i in range(len(sents) - n + 1) if windows and not any(out[i:i + n])]
         if spans:
             joined = [" ".join(sents[i:i + n]) for i, n in spans]
             wsims = self.scores(joined)
             for (i, n), text, sim in zip(spans, joined, wsims):
                 rule = lexical(text)
-                if rule or sim >= WINDOW_THRESHOLD:
-                    reason = f"rule:{rule}" if rule else f"similar:{sim:.2f}"
+                why = f"rule:{rule}" if rule else self.semantic(sim, WINDOW_THRESHOLD)
+                if why:
+                    reason = why
                     for j in range(i, i + n):
                         out[j] = out[j] or Flag(sents[j], f"{reason} (with neighbouring sentences)")
         return out
