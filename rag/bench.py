@@ -52,9 +52,14 @@ def bench_search(corpus: str = "scifact", n_queries: int = 300, k: int = 100, wa
     from rag.encoders import ENCODERS, get_encoder
     from rag.retrieve import RetrievalSettings, Retriever
 
-    r = Retriever.open(RetrievalSettings(corpus=corpus, encoder="minilm", index="flat", retriever="hybrid"),
-                       progress=progress)
+    from rag.corpus import load_corpus
+    from rag.store import build_and_save
+
+    c = load_corpus(corpus)
+    build_and_save(c, "minilm", None, "flat", progress=progress)  # fresh, with its probe set (vectors cached once)
+    r = Retriever.open(RetrievalSettings(corpus=corpus, encoder="minilm", index="flat", retriever="hybrid"), corpus=c)
     queries = [q.text for q in r.corpus.queries][:n_queries]
+    warmup = min(warmup, len(queries))
     n = len(r.passages)
     doc_vectors = r.loaded.index.index.reconstruct_n(0, n)
     raw = faiss.IndexFlatIP(doc_vectors.shape[1])  # (a) raw faiss over the very same vectors
@@ -136,17 +141,14 @@ def cold_start(question: str, repeats: int = 5) -> dict:
     from rag.store import build_and_save, load_index
 
     corpus = load_corpus("builtin")
-    try:
-        path = load_index(corpus, "minilm", 384, "flat").path
-    except Exception:
-        build_and_save(corpus, "minilm", 384, "flat")
-        path = load_index(corpus, "minilm", 384, "flat").path
+    build_and_save(corpus, "minilm", 384, "flat")  # fresh, with its probe set (cached vectors: about a second)
+    path = load_index(corpus, "minilm", 384, "flat").path
     rag = [sys.executable, str(REPO_DIR / "cli.py")]
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(PLAIN_SCRIPT)
-    from rag.encoders import ENCODERS
+    from rag.encoders import ENCODERS, check_backend
 
-    default = ENCODERS["minilm"].backends[0]
+    default = check_backend("minilm", None, for_queries=True)
     commands = {
         "plain script (faiss + sentence-transformers)": [sys.executable, f.name, str(path / "index.faiss"), question],
         **{f"rag search --backend {b}": rag + ["search", question, "--backend", b] for b in ENCODERS["minilm"].backends},
@@ -215,18 +217,21 @@ def ndcg_at_10(corpus, doc_vectors: np.ndarray, query_vectors: np.ndarray, queri
     return ir_metrics({q.id: corpus.qrels[q.id] for q in queries}, run)["mean"]["ndcg@10"]
 
 
-def bench_quality(corpus="scifact", int8_documents: bool = True, progress=None) -> dict:
+def bench_quality(corpus="scifact", int8_documents: bool | None = True, progress=None) -> dict:
     """nDCG@10 on the judged queries for each query backend over the fp32 document vectors (and int8 over int8
     documents), and each backend's mean cosine to the torch vectors. Document vectors come from the embedding
-    cache (encoded first where missing: minutes)."""
+    cache (encoded first where missing: minutes); int8_documents=None adds the int8-documents row only when cached."""
     from rag.corpus import load_corpus
     from rag.encoders import ENCODERS, get_encoder
-    from rag.encoders.cache import embed_corpus
+    from rag.encoders import vector_name
+    from rag.encoders.cache import cached_embeddings, embed_corpus
 
     c = load_corpus(corpus) if isinstance(corpus, str) else corpus
     queries = [q for q in c.queries if c.qrels.get(q.id)]
     backends = ENCODERS["minilm"].backends
     docs = {"fp32": embed_corpus(c, get_encoder("minilm", "onnx"), progress=progress)}  # fp32: torch = onnx cache
+    if int8_documents is None:
+        int8_documents = cached_embeddings(c, vector_name("minilm", "onnx-int8")) is not None
     if int8_documents and "onnx-int8" in backends:
         docs["int8"] = embed_corpus(c, get_encoder("minilm", "onnx-int8"), progress=progress)
     qv = {b: get_encoder("minilm", b).encode([q.text for q in queries]) for b in backends}

@@ -69,7 +69,9 @@ class RetrievalSettings:
         parse_where(self.where)
         dense = self.retriever != "bm25"
         dim = check_options(self.encoder, self.dim, self.index, self.reduce, resolve_dim=dense)  # the store's checks
-        return replace(self, dim=dim, backend=check_backend(self.encoder, self.backend)) if dense else self
+        if not dense:
+            return self
+        return replace(self, dim=dim, backend=check_backend(self.encoder, self.backend, for_queries=True))
 
     @property
     def pool_key(self) -> tuple:
@@ -191,7 +193,7 @@ class Retriever:
             except IndexMissing:
                 if not build_missing:
                     raise
-                build_and_save(*args, progress=progress, backend=settings.backend)
+                build_and_save(*args, progress=progress)  # documents: the encoder's default (fp32) backend
                 loaded = load_index(*args, backend=settings.backend)
             enc = with_state(get_encoder(settings.encoder, settings.backend), loaded.encoder_state)  # this corpus's IDF, not a shared one
         if settings.retriever in ("bm25", "hybrid"):

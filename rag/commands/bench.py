@@ -15,7 +15,8 @@ def bench_search(corpus: str = typer.Option("scifact", help="Corpus whose judged
                  encode: bool = typer.Option(True, "--encode/--no-encode", help="Also time corpus encoding (docs/s) per backend."),
                  encode_docs: int = typer.Option(512, help="Documents in the corpus-encode timing."),
                  quality: bool = typer.Option(False, "--quality/--no-quality",
-                                              help="Also measure nDCG@10 per backend on the corpus (minutes if its vectors are not cached)."),
+                                              help="Also measure nDCG@10 per backend on the corpus (minutes if its vectors are not cached; "
+                                                   "int8 documents only when already cached)."),
                  as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
     """Time single queries stage by stage and per encoder backend, cold processes and corpus encoding; print ratios."""
     _bench_search(corpus, queries, cold, repeats, encode, encode_docs, quality, as_json)
@@ -34,7 +35,7 @@ def _bench_search(corpus, queries, cold, repeats, encode, encode_docs, quality, 
         result["corpus_encode"] = bench.bench_corpus_encode(corpus, encode_docs)
     if quality:
         with progress_bar(f"encoding {corpus} (first time only)", enabled=not as_json) as progress:
-            result["quality"] = bench.bench_quality(corpus, progress=progress)
+            result["quality"] = bench.bench_quality(corpus, int8_documents=None, progress=progress)
     if cold:
         result["cold_start"] = bench.cold_start("What does the embedding dimension d control?", repeats)
     if as_json:

@@ -58,12 +58,14 @@ class EncoderSpec:
     width: int | None  # full output width; None = known only once loaded
     load: Callable[[str], Encoder]  # the torch (or plain numpy) loader
     help: str
-    backends: tuple[str, ...] = ("torch",)  # the backends it has; the first is its default
+    backends: tuple[str, ...] = ("torch",)  # the backends it has; the first encodes documents by default
+    query_backend: str | None = None  # the default for queries (None = the first of backends)
 
 
 ENCODERS: dict[str, EncoderSpec] = {s.name: s for s in (
     EncoderSpec("minilm", 384, load_minilm, "all-MiniLM-L6-v2 sentence-transformer (384-d)",
-                backends=("onnx", "torch", "onnx-int8")),
+                # chosen on SciFact (README, Encoder backends): int8 queries over fp32 documents lose no nDCG@10
+                backends=("onnx", "torch", "onnx-int8"), query_backend="onnx-int8"),
     EncoderSpec("smollm2-input", 576, load_smollm2_table, "SmolLM2 input-embedding table, IDF-weighted pooling (576-d)"),
     EncoderSpec("smollm2-input-mean", 576, load_smollm2_table, "SmolLM2 input-embedding table, mean pooling (576-d)"),
     EncoderSpec("smollm2-input-wbm25", 576, load_smollm2_table,
@@ -94,11 +96,12 @@ def encoder_help() -> str:
     return "; ".join(f"{s.name}{'<run dir>' if s.name.endswith(':') else ''}: {s.help}" for s in ENCODERS.values())
 
 
-def check_backend(name: str, backend: str | None) -> str:
-    """The backend to run an encoder with (None = the encoder's default), or a RagError saying which it has."""
+def check_backend(name: str, backend: str | None, for_queries: bool = False) -> str:
+    """The backend to run an encoder with, or a RagError saying which it has. None = the encoder's default: for
+    documents (index builds, get_encoder) its first backend, for queries (RetrievalSettings) its query_backend."""
     spec = encoder_spec(name)
     if backend is None:
-        return spec.backends[0]
+        return (spec.query_backend if for_queries else None) or spec.backends[0]
     if backend not in ENCODER_BACKENDS:
         raise RagError(f"unknown backend '{backend}'; valid backends: {', '.join(ENCODER_BACKENDS)}")
     if backend not in spec.backends:
@@ -114,8 +117,10 @@ def vector_name(name: str, backend: str | None = None) -> str:
 
 
 def backend_help() -> str:
+    m = ENCODERS["minilm"]
     return "; ".join(f"{n}: {s.help}" for n, s in ENCODER_BACKENDS.items()) + \
-        f". Default: {ENCODERS['minilm'].backends[0]} for minilm, torch for the table encoders."
+        (f". Defaults: minilm encodes queries with {m.query_backend} and documents (index build) with "
+         f"{m.backends[0]}; the table encoders run on torch only.")
 
 
 def get_encoder(name: str, backend: str | None = None) -> Encoder:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.config import RagError, atomic_write, cache_dir, runtime_environment
+from rag.config import RagError, RagWarning, atomic_write, cache_dir, runtime_environment
 
 ONNX_BACKENDS = ("onnx", "onnx-int8")
 MISSING_ORT = "onnxruntime is not installed; install the ONNX extra: pip install -e '.[onnx]'"
@@ -30,7 +30,7 @@ OPSET = 17
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
-class OnnxCacheWarning(UserWarning):
+class OnnxCacheWarning(RagWarning):
     """A cached ONNX model failed its checksum and is being re-exported."""
 
 
@@ -87,9 +87,15 @@ def export_fp32(target: Path) -> None:
 
 def quantize_int8(source: Path, target: Path) -> None:
     """Dynamic int8 quantization of the fp32 model's weights (onnxruntime.quantization)."""
+    import logging
+
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True)
+    logging.disable(logging.WARNING)  # its advice to pre-process applies to static quantization of CNNs
+    try:
+        quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True)
+    finally:
+        logging.disable(logging.NOTSET)
 
 
 @contextmanager
