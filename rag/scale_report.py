@@ -141,6 +141,10 @@ def markdown(results: dict) -> str:
     lines += ["| " + " | ".join(row) + " |" for row in growth_table(results)]
     if "projection" in results:
         p = results["projection"]
+        a = p["assumptions"]
+        lines += ["", f"On paper (assumed: {a['ram_gb']:.0f} GB RAM per machine, {a['usable_fraction']:.0%} of it for the "
+                  f"index; {a['rtt_ms']} ms round trip per fan-out; search time scaled from the largest measured N by "
+                  "the fitted exponent, clamped to 0..1):"]
         lines += ["", "| N | kind | d | B/vector | index | machines | per-shard p50 ms | fan-out p50 ms | exponent |",
                   "|---|---|---|---|---|---|---|---|---|"]
         lines += [f"| {r['target']:.0e} | {r['kind']} | {r['d']} | {r['bytes_per_vector']:.1f} | {fmt_bytes(r['bytes'])} "
