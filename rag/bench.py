@@ -148,7 +148,7 @@ def cold_start(question: str, repeats: int = 5) -> dict:
         f.write(PLAIN_SCRIPT)
     from rag.encoders import ENCODERS, check_backend
 
-    default = check_backend("minilm", None, for_queries=True)
+    default = check_backend("minilm", None, queries=True)
     commands = {
         "plain script (faiss + sentence-transformers)": [sys.executable, f.name, str(path / "index.faiss"), question],
         **{f"rag search --backend {b}": rag + ["search", question, "--backend", b] for b in ENCODERS["minilm"].backends},

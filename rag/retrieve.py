@@ -69,9 +69,7 @@ class RetrievalSettings:
         parse_where(self.where)
         dense = self.retriever != "bm25"
         dim = check_options(self.encoder, self.dim, self.index, self.reduce, resolve_dim=dense)  # the store's checks
-        if not dense:
-            return self
-        return replace(self, dim=dim, backend=check_backend(self.encoder, self.backend, for_queries=True))
+        return replace(self, dim=dim, backend=check_backend(self.encoder, self.backend, queries=True)) if dense else self
 
     @property
     def pool_key(self) -> tuple:

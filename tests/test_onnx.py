@@ -83,7 +83,7 @@ def test_backend_vocabulary_and_table_encoders_refuse_onnx(cli):
 
     assert set(ENCODER_BACKENDS) == {"torch", "onnx", "onnx-int8"}
     assert check_backend("minilm", None) == "onnx"  # documents (and get_encoder): fp32, the reference vectors
-    assert RetrievalSettings().validated().backend == check_backend("minilm", None, for_queries=True) == "onnx-int8"
+    assert RetrievalSettings().validated().backend == check_backend("minilm", None, queries=True) == "onnx-int8"
     assert RetrievalSettings(encoder="smollm2-input").validated().backend == "torch"
     with pytest.raises(RagError, match="smollm2-input' has no onnx backend.*--backend torch"):
         RetrievalSettings(encoder="smollm2-input", backend="onnx").validated()

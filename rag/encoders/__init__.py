@@ -96,12 +96,12 @@ def encoder_help() -> str:
     return "; ".join(f"{s.name}{'<run dir>' if s.name.endswith(':') else ''}: {s.help}" for s in ENCODERS.values())
 
 
-def check_backend(name: str, backend: str | None, for_queries: bool = False) -> str:
+def check_backend(name: str, backend: str | None, queries: bool = False) -> str:
     """The backend to run an encoder with, or a RagError saying which it has. None = the encoder's default: for
     documents (index builds, get_encoder) its first backend, for queries (RetrievalSettings) its query_backend."""
     spec = encoder_spec(name)
     if backend is None:
-        return (spec.query_backend if for_queries else None) or spec.backends[0]
+        return (spec.query_backend if queries else None) or spec.backends[0]
     if backend not in ENCODER_BACKENDS:
         raise RagError(f"unknown backend '{backend}'; valid backends: {', '.join(ENCODER_BACKENDS)}")
     if backend not in spec.backends:
