@@ -34,6 +34,7 @@ WINDOW_THRESHOLD = 0.58  # the same check on joined neighbouring sentences, a li
 CLASSIFIER_THRESHOLD = 0.62  # linear classifier (rag.agent.injection_fit): the lowest with no false positive on the dev split
 CLASSIFIER_MIN_COSINE = 0.3  # the classifier flags only text with some resemblance to an exemplar (a table row such
 #                             as "int8: 1 byte, integers from -128 to 127" scored 0.70 with no resemblance at all)
+WINDOW_HINT = (0.35, 0.3)  # (cosine, probability) a sentence needs before its windows are checked
 WEIGHTS = Path(__file__).with_name("injection_weights.npz")
 MAX_SENTENCE_CHARS = 600  # longer "sentences" are checked in pieces of this size
 
@@ -252,7 +253,10 @@ class Detector:
         for i, s in enumerate(sents):
             if out[i] is None and (why := self.semantic(sims[i], SEMANTIC_THRESHOLD)):
                 out[i] = Flag(s, why)
-        spans = [(i, n) for n in (2, 3) for i in range(len(sents) - n + 1) if windows and not any(out[i:i + n])]
+        # Windows are embedded only around a sentence with some signal, so clean passages cost one encode per sentence.
+        hint = [bool(out[i]) or sims[i][0] >= WINDOW_HINT[0] or sims[i][1] >= WINDOW_HINT[1] for i in range(len(sents))]
+        spans = [(i, n) for n in (2, 3) for i in range(len(sents) - n + 1)
+                 if windows and any(hint[i:i + n]) and not any(out[i:i + n])]
         if spans:
             joined = [" ".join(sents[i:i + n]) for i, n in spans]
             wsims = self.scores(joined)
