@@ -147,3 +147,36 @@ def test_ask_server_honours_every_retrieval_option(inprocess_server):
     remote = search_remote(url, question, RetrievalSettings(retriever="dense", reduce="truncate", dim=128, k=7))
     assert len(remote["passages"]) == 7 and remote["dim"] == 128 and remote["reduce"] == "truncate"
     assert [p["id"] for p in remote["passages"]] == [p["id"] for p in local["passages"]]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--allow", "colour=red"], "unknown field; allowed fields: corpus, encoder, dim"),
+    (["--allow", "corpus"], "write FIELD=VALUE"),
+    (["--corpus", "/no/such/folder"], "is not a folder"),
+])
+def test_serve_refuses_bad_operator_settings(args, message):
+    result = runner.invoke(app, ["serve", "--no-warm", *args])
+    assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_serve_config_file_and_key_file_are_checked(tmp_path):
+    config = tmp_path / "serve.toml"
+    config.write_text('build_missing = true\nmax_open = 3\ncolour = "red"\n[allow]\ncorpus = ["builtin"]\n')
+    result = runner.invoke(app, ["serve", "--no-warm", "--config", str(config)])
+    assert result.exit_code == 2 and "unknown settings ['colour']" in result.output
+    config.write_text("build_missing = true\n[allow\n")
+    assert "cannot read the serve config" in runner.invoke(app, ["serve", "--config", str(config)]).output
+    key = tmp_path / "key"
+    key.write_text("short\n")
+    result = runner.invoke(app, ["serve", "--no-warm", "--api-key-file", str(key)])
+    assert result.exit_code == 2 and "shorter than 16 characters" in result.output
+
+
+def test_config_file_reaches_the_policy(tmp_path):
+    from rag.serve.policy import ServePolicy, read_config_file
+
+    config = tmp_path / "serve.toml"
+    config.write_text('build_missing = true\nmax_open = 3\n[allow]\ncorpus = ["builtin", "scifact"]\ndim = [128, 384]\n')
+    policy = ServePolicy(**read_config_file(config))
+    assert policy.build_missing and policy.max_open == 3
+    assert policy.allowed("corpus") == ["builtin", "scifact"] and policy.allowed("dim") == ["128", "384"]
