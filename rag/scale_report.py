@@ -123,10 +123,10 @@ def markdown(results: dict) -> str:
     lines = [f"Memory bandwidth, one thread: read {bw['read_gb_s']:.1f} GB/s, copy {bw['copy_gb_s']:.1f} GB/s. "
              f"Real pool: {results['pool_vectors']:,} MiniLM vectors; vectors per N: "
              + ", ".join(f"{int(n):,} {src}" for n, src in sorted(results.get("data", {}).items(), key=lambda x: int(x[0]))),
-             "", "| N | d | kind | build s | bytes/vector | peak RSS MB | p50 ms | p95 ms | batch QPS | recall@10 |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "", "| N | d | kind | vectors | build s | bytes/vector | peak RSS MB | p50 ms | p95 ms | batch QPS | recall@10 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in sorted(results["cells"], key=lambda c: (c["n"], c["d"], c["kind"])):
-        lines.append(f"| {c['n']:,} | {c['d']} | {c['kind']} | {c['build_s']:.2f} | {c['bytes_per_vector']:.1f} | "
+        lines.append(f"| {c['n']:,} | {c['d']} | {c['kind']} | {c.get('source', '?')} | {c['build_s']:.2f} | {c['bytes_per_vector']:.1f} | "
                      f"{c['peak_rss_mb']:.0f} | {c['p50_ms']:.3f} | {c['p95_ms']:.3f} | {c['batch_qps']:.0f} | "
                      f"{c['recall_at_10']:.3f} |")
     lines += [f"\nSkipped: N={s['n']:,} d={s['d']} {s['kind']} ({s['why']})" for s in results.get("skipped", [])]
