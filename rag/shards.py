@@ -35,7 +35,7 @@ from rag.encoders import get_encoder
 from rag.encoders.base import document_text
 from rag.encoders.cache import cached_embeddings, embedding_cache_dir, fit_state, save_npy, with_state
 from rag.index import SearchIndex, build_index, import_faiss, ivf_lists, set_search_params
-from rag.reduce import Reducer
+from rag.reduce import Reducer, fit_for_corpus
 from rag.store import IndexMismatch, check_options, index_name, load_index_dir
 from rag.versions import IndexMissing, read_manifest, write_version
 
@@ -189,7 +189,7 @@ def build_sharded(corpus: Corpus, encoder_name: str = "minilm", dim: int | None 
         raise RagError(f"--shards must be from 1 to the number of passages ({len(corpus.passages)}), got {shards}")
     ray = connect(address)
     vectors, state, how = corpus_vectors(corpus, encoder_name, actors)
-    reducer = Reducer.fit(vectors, dim, reduce)  # once, on every document: the same map as the single build
+    reducer = fit_for_corpus(corpus, encoder_name, vectors, dim, reduce, state=state)  # once, as the single build
     x = reducer.transform(vectors)
     bounds = np.linspace(0, len(x), shards + 1).astype(int)
     template = train_template(x, kind)
