@@ -7,6 +7,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 
 import httpx
 import pytest
@@ -42,7 +43,8 @@ def test_missing_indexes_are_not_built_on_request(inprocess_server, index_dir):
 def test_bm25_is_not_built_either_unless_allowed(inprocess_server, tmp_path):
     folder = tmp_path / "notes"
     folder.mkdir()
-    (folder / "kiwi.md").write_text("# Kiwi\n\nThe kiwi is a flightless bird from New Zealand.\n")
+    unique = uuid.uuid4().hex  # new content: no BM25 cache from an earlier run (the cache outlives test runs)
+    (folder / "kiwi.md").write_text(f"# Kiwi\n\nThe kiwi is a flightless bird from New Zealand ({unique}).\n")
     url = inprocess_server(corpora=[str(folder)], warm=[])
     response = post(url, {"question": "flightless bird", "corpus": "notes", "retriever": "bm25"})
     assert response.status_code == 404 and "BM25" in response.json()["detail"]
@@ -64,6 +66,7 @@ def test_allowlist_refuses_with_the_allowed_values(inprocess_server):
     assert config["build_missing"] is False
 
 
+@pytest.mark.slow
 def test_pool_is_a_bounded_lru(inprocess_server):
     url = inprocess_server(build_missing=True, max_open=2, warm=[])
     for d in (32, 48, 64):
@@ -75,6 +78,7 @@ def test_pool_is_a_bounded_lru(inprocess_server):
     assert "rag_index_builds_total 3.0" in metrics
 
 
+@pytest.mark.slow
 def test_builds_beyond_the_limit_get_503(inprocess_server):
     url = inprocess_server(build_missing=True, max_builds=1, warm=[])
     pool = _app_pool(url)
