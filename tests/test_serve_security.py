@@ -233,3 +233,14 @@ def test_docker_image_builds_and_serves(tmp_path):
         assert response.status_code == 200 and response.json()["passages"]
     finally:
         subprocess.run(["docker", "stop", name], timeout=60)
+
+
+def test_operator_encoders_are_served_by_name_not_path():
+    import json
+
+    from rag.serve.policy import ServePolicy
+
+    policy = ServePolicy(encoders=["lm:/srv/runs/d256", "mine=lm:/srv/runs/d512"])
+    assert policy.allowed("encoder")[-2:] == ["lm-d256", "mine"]
+    assert policy.served_encoder("lm:/srv/runs/d512") == "mine" and policy.served_encoder("minilm") == "minilm"
+    assert "/srv" not in json.dumps(policy.public())

@@ -152,6 +152,7 @@ def public_manifest(service: Service, manifest: dict) -> dict | None:
         return None
     row = {k: v for k, v in manifest.items() if k not in ("files", "path", "corpus_safe_name")}
     row["corpus"] = corpus
+    row["encoder"] = service.policy.served_encoder(row.get("encoder"))
     return {k: service.clean(v) if isinstance(v, str) else v for k, v in row.items()}
 
 

@@ -55,12 +55,11 @@ def model_table(service: Service) -> dict[str, RetrievalSettings]:
     policy = service.policy
     table = {DEFAULT_MODEL: RetrievalSettings()}
     for m in list_indexes():
-        corpus = policy.served_name(m.get("corpus", ""))
+        corpus, encoder = policy.served_name(m.get("corpus", "")), policy.served_encoder(m["encoder"])
         for retriever in ("hybrid", "dense"):
-            settings = RetrievalSettings(corpus=corpus, encoder=m["encoder"], dim=m["dim"], index=m["kind"],
+            settings = RetrievalSettings(corpus=corpus, encoder=encoder, dim=m["dim"], index=m["kind"],
                                          reduce=m["reduce"], retriever=retriever)
-            if allowed(service, settings):
-                encoder = m["encoder"] if "/" not in m["encoder"] else "lm-" + m["encoder"].rstrip("/").rpartition("/")[2]
+            if allowed(service, settings) and "/" not in encoder:
                 name = index_name(encoder, m["dim"], m["kind"], m["reduce"])
                 table[f"rag-{corpus}-{name}-{retriever}"] = settings
     for corpus in policy.allowed("corpus"):

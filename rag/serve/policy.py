@@ -40,7 +40,7 @@ class ServePolicy:
 
     allow: dict[str, list[str]] = field(default_factory=dict)
     corpora: dict[str, str] = field(default_factory=dict)  # served name -> folder path (never shown to clients)
-    encoders: list[str] = field(default_factory=list)  # extra encoders such as lm:<checkpoint dir>
+    encoders: list[str] | dict[str, str] = field(default_factory=list)  # extra encoders: [NAME=]lm:<checkpoint dir>
     build_missing: bool = False
     api_key: str | None = None
     allowed_hosts: list[str] = field(default_factory=lambda: list(LOCAL_HOSTS))
@@ -60,6 +60,10 @@ class ServePolicy:
             if name not in ALLOW_FIELDS:
                 raise RagError(f"--allow {name}=...: unknown field; allowed fields: {', '.join(ALLOW_FIELDS)}")
             self.allow[name] = [str(v) for v in values]
+        if isinstance(self.encoders, list):  # served name -> encoder; an lm:<dir> is served by its folder's name
+            pairs = [e.partition("=")[::2] if "=" in e.split(":")[0] else ("", e) for e in self.encoders]
+            self.encoders = {name or ("lm-" + real.rstrip("/").rpartition("/")[2] if "/" in real else real): real
+                             for name, real in pairs}
         for name in self.corpora:
             if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name) or name in NAMED_CORPORA:
                 raise RagError(f"corpus name '{name}' must be 1-64 letters, digits, '_', '.' or '-' and not a named corpus")
@@ -71,7 +75,7 @@ class ServePolicy:
             return self.allow[name]
         return {
             "corpus": list(NAMED_CORPORA) + list(self.corpora),
-            "encoder": list(ENCODER_NAMES) + [e for e in self.encoders if e not in ENCODER_NAMES],
+            "encoder": list(ENCODER_NAMES) + [e for e in self.encoders if e not in ENCODER_NAMES],  # served names
             "dim": None,
             "index": list(INDEX_KINDS),
             "reduce": list(REDUCERS),
@@ -94,7 +98,8 @@ class ServePolicy:
             self.check("reduce", settings.reduce)
         if llm is not None:
             self.check("llm", llm)
-        real = RetrievalSettings(**{**settings.as_dict(), "corpus": self.corpus_path(settings.corpus)}).validated()
+        real = RetrievalSettings(**{**settings.as_dict(), "corpus": self.corpus_path(settings.corpus),
+                                    "encoder": self.encoders.get(settings.encoder, settings.encoder)}).validated()
         if real.retriever != "bm25":
             self.check("dim", real.dim)
         return real
@@ -108,6 +113,10 @@ class ServePolicy:
             if corpus == path:
                 return name
         return corpus
+
+    def served_encoder(self, encoder: str | None) -> str | None:
+        """The name clients know an encoder by (an lm:<dir> encoder's served name, never its path)."""
+        return next((name for name, real in self.encoders.items() if real == encoder), encoder)
 
     def public(self) -> dict:
         """What GET /config shows: the allowed values of every field (for pickers), and the limits."""

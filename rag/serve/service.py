@@ -102,11 +102,14 @@ class Service:
     def public(self, result: dict) -> dict:
         if "corpus" in result:
             result["corpus"] = self.policy.served_name(result["corpus"])
+        if "encoder" in result:
+            result["encoder"] = self.policy.served_encoder(result["encoder"])
         return result
 
     def clean(self, message: str) -> str:
-        for name, path in self.policy.corpora.items():
-            message = message.replace(path, name)
+        for name, real in [*self.policy.corpora.items(), *self.policy.encoders.items()]:
+            if real != name:
+                message = message.replace(real, name)
         return hide_paths(message)
 
     def http_error(self, exc: RagError) -> HTTPException:
