@@ -35,7 +35,7 @@ def serve(
     host: str = typer.Option("127.0.0.1", help="Address to bind; the default accepts local connections only."),
     port: int = typer.Option(8000, min=0, max=65535, help="TCP port (0 picks a free one)."),
     corpus: list[str] = typer.Option([], "--corpus", help="Extra corpus folder, NAME=PATH or PATH (served as the folder's name); repeatable."),
-    encoder: list[str] = typer.Option([], "--encoder", help="Extra encoder, e.g. lm:<checkpoint dir> (repeatable)."),
+    encoder: list[str] = typer.Option([], "--encoder", help="Extra encoder, NAME=lm:<checkpoint dir> or lm:<dir> (served as lm-<folder>); repeatable."),
     allow: list[str] = typer.Option([], "--allow", help="Serve only these values: FIELD=V1,V2 for corpus, encoder, dim, index, reduce, retriever or llm (repeatable; llm defaults to extractive only)."),
     config: Path = typer.Option(None, "--config", help="TOML file with the same settings ([allow] corpus = [...], build_missing = true, ...)."),
     warm: bool = typer.Option(True, help="Open (and build if missing) the default retriever (builtin, minilm, flat, hybrid) before serving."),
