@@ -92,7 +92,9 @@ class ServePool(RetrieverPool):
             for old in list(self.used):
                 if old == key or (len(self.entries) <= self.max_open and self.memory() <= self.max_bytes):
                     break
-                self.entries.pop(old, None)
+                dropped = self.entries.pop(old, None)
+                if getattr(dropped, "lease", None) is not None:
+                    dropped.lease.close()  # its version's reader lock: prune may now remove that version
                 self.used.pop(old, None)
                 self.sizes.pop(old, None)
                 self.evictions += 1
