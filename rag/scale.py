@@ -305,10 +305,15 @@ def run_scale(out: Path, ns=DEFAULT_NS, dims=DEFAULT_DIMS, kinds=DEFAULT_KINDS, 
             atomic_write_text(results_path, json.dumps(results, indent=1))
         for f in (out / "work").glob(f"*-{n}-d*.npy"):
             f.unlink()
+    atomic_write_text(results_path, json.dumps(summarise(results), indent=1))
+    return results
+
+
+def summarise(results: dict) -> dict:
+    """Add the flat-vs-bandwidth rows and the growth exponents, from the cells (also for a run that was killed)."""
     results["flat_vs_bandwidth"] = [flat_vs_bandwidth(c, results["bandwidth"])
-                                    for c in results["cells"] if c["kind"] == "flat"]
+                                    for c in sorted(results["cells"], key=lambda c: (c["n"], c["d"])) if c["kind"] == "flat"]
     results["growth"] = growth_exponents(results["cells"])
-    atomic_write_text(results_path, json.dumps(results, indent=1))
     return results
 
 

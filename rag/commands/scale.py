@@ -55,7 +55,7 @@ def _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolat
                  project, only_project, ram_gb, gpus, gpu_rate, rtt_ms, markdown, as_json):
     from rag.config import RagError, valid_choice
     from rag.index import INDEX_KINDS
-    from rag.scale import load_results, run_scale
+    from rag.scale import load_results, run_scale, summarise
     from rag.scale_report import plot_growth, project as do_project
 
     ns, dims = parse_list(ns, int, "--n"), parse_list(dims, int, "--dims")
@@ -68,6 +68,7 @@ def _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolat
         results = load_results(out / "results.json")
         if not results.get("cells"):
             raise RagError(f"no measured cells in {out / 'results.json'}; run: rag bench scale --out {out}")
+        summarise(results)  # a killed run saved its cells but not the fits
     else:
         results = run_scale(out, ns, dims, kinds, queries, single, hnsw_max, isolate, resume,
                             bandwidth_mb=bandwidth_mb,
