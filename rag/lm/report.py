@@ -165,6 +165,11 @@ def findings(rows: list[dict], plan: dict | None = None) -> list[str]:
     if plan.get("budget") == "compute":
         out.append("Under a compute budget a wider d sees fewer tokens; these figures say which d uses a fixed amount "
                    "of compute best, not what d could reach with unlimited data (that is the token-matched sweep).")
+    over = [r["dim"] for r in rows if (r.get("mfu_fp32") or 0) > 1]
+    if over:
+        out.append(f"MFU above 100% of the fp32 peak (d={', '.join(map(str, over))}) means the peak, measured once when "
+                   "each process started, was measured at a busier moment than the training steps: on a shared machine "
+                   "the MFU figures here are not reliable.")
     if len(rows) >= 2:
         kt = fit_exponent(dims, [r["epoch_s"] for r in rows])
         km = fit_exponent(dims, [r["peak_mem_bytes"] for r in rows])
@@ -218,6 +223,7 @@ def write_report(rows: list[dict], out_dir: Path, plan: dict, lr_scan: str | Non
     ev = r0.get("eval_tokens", {})
     peaks = (f"fp32 {r0.get('peak_fp32_flops', 0) / 1e9:.0f} GFLOP/s, bf16 {(r0.get('peak_bf16_flops') or 0) / 1e9:.0f} GFLOP/s"
              if r0.get("peak_fp32_flops") else "not recorded")
+    step_minutes = ", ".join(f"{r.get('train_s', 0) / 60:.1f}" for r in rows)
     mem = ("CUDA max_memory_allocated, reset per d" if "cuda" in r0["device"] else
            "the peak RSS of the process while training that d (it includes the " + fmt_bytes(r0.get("mem_baseline_bytes") or 0)
            + " the process held before: Python, torch, token ids)")
@@ -230,7 +236,8 @@ def write_report(rows: list[dict], out_dir: Path, plan: dict, lr_scan: str | Non
              f"**Budget ({plan.get('budget', '?')}):** {plan.get('budget_rule', '')}. {budget_title(plan)}. "
              f"Tokens per d: {json.dumps(plan.get('tokens_per_d', {}))} (one epoch of the train split is "
              f"{r0.get('train_tokens_per_epoch', 0):,} tokens). Probe rates (tokens/s): "
-             f"{json.dumps(plan.get('probe_tokens_per_s', {}))}. The sweep took {plan.get('sweep_s', 0) / 60:.1f} min.", "",
+             f"{json.dumps(plan.get('probe_tokens_per_s', {}))}. Training steps took {step_minutes} min at "
+             f"d={', '.join(str(r['dim']) for r in rows)}.", "",
              f"Validation and test are scored on the first {ev.get('valid', 0):,} / {ev.get('test', 0):,} target tokens of "
              f"each split; bits per byte divide the total bits by the {r0.get('eval_bytes', {}).get('valid', 0):,} / "
              f"{r0.get('eval_bytes', {}).get('test', 0):,} UTF-8 bytes those tokens decode to. `epoch s` is the measured "
