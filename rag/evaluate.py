@@ -275,10 +275,8 @@ def fit_reducer(fitted: dict, doc_full, dim: int, reduce: str, pseudo, spec: Gri
     """Fit one reducer (distill-itq reuses the distill fit from `fitted`); a distill fallback becomes a note."""
     import warnings
 
-    from rag.reduce import DISTILL_BUDGET_S
-
     seed = spec.seed
-    budget = spec.distill_budget_s or (QUICK["distill_budget_s"] if spec.quick else DISTILL_BUDGET_S)
+    budget = spec.distill_budget_s or (QUICK["distill_budget_s"] if spec.quick else None)
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ReducerWarning)

@@ -83,3 +83,19 @@ def test_opq_pq_builds_searches_and_round_trips(vectors, tmp_path):
     path.write_bytes(index.serialize())
     back = SearchIndex.read("opq-pq", path, 32)
     np.testing.assert_array_equal(back.search(x[:5], 5)[1], rows)
+
+
+@pytest.mark.slow
+def test_a_distilled_binary_index_is_built_stored_and_loaded_with_its_learned_reducer(scifact_small):
+    from rag.store import build_and_save, load_index
+
+    manifest = build_and_save(scifact_small, "minilm", 32, "binary", "distill-itq")
+    assert manifest["reduce"] == "distill-itq" and manifest["path"].endswith("-distill-itq")
+    loaded = load_index(scifact_small, "minilm", 32, "binary", "distill-itq")
+    reducer = loaded.reducer
+    assert reducer.kind == "distill-itq" and reducer.fit_info["steps"] > 0 and reducer.matrix.shape == (384, 32)
+    enc = get_encoder("minilm")
+    q = [q for q in scifact_small.queries if q.id in scifact_small.qrels][:5]
+    _, rows = loaded.index.search(reducer.transform(enc.encode([x.text for x in q], kind="query")), 10)
+    found = [{loaded.passages[j].id for j in r} & set(scifact_small.qrels[x.id]) for x, r in zip(q, rows)]
+    assert sum(bool(f) for f in found) >= 3  # real retrieval through the stored learned reducer and sign bits

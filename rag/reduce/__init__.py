@@ -19,7 +19,12 @@ from rag.config import RagError, RagWarning, valid_choice
 from rag.encoders.base import l2_normalize
 
 ABTT_DROP = 3  # principal components that abtt removes (the common direction that pooling piles up)
-DISTILL_BUDGET_S = 40.0  # time budget of one distill fit (the whole fit stays under a minute for 5k documents)
+DISTILL_BUDGET_S = 40.0  # time budget of one distill fit on 5k documents or more (the fit stays under a minute)
+
+
+def distill_budget(n_docs: int) -> float:
+    """Seconds for one distill fit: from 5 s for a handful of documents up to DISTILL_BUDGET_S at 5,000."""
+    return min(DISTILL_BUDGET_S, 5.0 + (DISTILL_BUDGET_S - 5.0) * n_docs / 5000)
 
 REDUCERS: dict[str, str] = {
     "pca": "centre, project on the top-d principal components",
@@ -61,7 +66,7 @@ class Reducer:
 
     @classmethod
     def fit(cls, doc_vectors: np.ndarray, dim: int, kind: str = "pca", queries: np.ndarray | None = None,
-            progress=None, budget_s: float = DISTILL_BUDGET_S, seed: int = 0) -> "Reducer":
+            progress=None, budget_s: float | None = None, seed: int = 0) -> "Reducer":
         """Fit on the documents; `queries` (pseudo-query vectors) train distill, `progress(done, total)` shows it."""
         valid_choice(kind, REDUCERS, "reducer")
         width = doc_vectors.shape[1]
@@ -78,7 +83,8 @@ class Reducer:
         if kind in NEEDS_QUERIES:
             from rag.reduce.distill import fit_distill
 
-            matrix, info = fit_distill(doc_vectors, dim, queries, (mean, matrix), budget_s=budget_s, seed=seed,
+            budget = distill_budget(len(doc_vectors)) if budget_s is None else budget_s
+            matrix, info = fit_distill(doc_vectors, dim, queries, (mean, matrix), budget_s=budget, seed=seed,
                                        progress=progress)
             if info["fell_back"]:
                 warnings.warn(fallback_message(info, dim), ReducerWarning, stacklevel=2)

@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import numpy as np
 
-ITERATIONS = 50
+ITERATIONS = 20
+SAMPLE = 1000  # documents the rotation is fitted on (the cost is iterations × sample × d²; d=384 is slow on a busy CPU)
 
 
 def itq_rotation(v: np.ndarray, iterations: int = ITERATIONS, seed: int = 0) -> np.ndarray:
     """The [d, d] rotation R minimising ||sign(vR) - vR||² over the rows of v (centred, reduced vectors)."""
-    v = np.asarray(v, np.float64)
-    d = v.shape[1]
     rng = np.random.default_rng(seed)
-    r, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    if len(v) > SAMPLE:
+        v = v[rng.choice(len(v), SAMPLE, replace=False)]
+    v = np.asarray(v, np.float32)
+    d = v.shape[1]
+    r = np.linalg.qr(rng.standard_normal((d, d)))[0].astype(np.float32)
     for _ in range(iterations):
         b = np.sign(v @ r)
         b[b == 0] = 1
-        u, _, wt = np.linalg.svd(v.T @ b)  # fix the codes, solve the orthogonal Procrustes problem
-        r = u @ wt
+        u, _, wt = np.linalg.svd((v.T @ b).astype(np.float64))  # fix the codes, solve the orthogonal Procrustes problem
+        r = (u @ wt).astype(np.float32)
     return r
