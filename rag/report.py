@@ -191,16 +191,20 @@ def write_plots(rows, out_dir: Path) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    def save(fig, name):
-        fig.tight_layout()
-        fig.savefig(out_dir / name, dpi=110)
-        plt.close(fig)
-
     dense = [r for r in rows if r["retriever"] == "dense" and r["dim"] != ""]
     kinds = sorted({r["index"] for r in dense})
     b = bm25_row(rows)
+    for draw, name in ((plot_ndcg_vs_dim, "ndcg_vs_dim.png"), (plot_cost_vs_dim, ""),
+                       (plot_quality_vs_bytes, "quality_vs_bytes.png"), (plot_recall_vs_qps, "ann_recall_vs_qps.png")):
+        for fig, file_name in draw(plt, rows, dense, kinds, b, name):
+            fig.tight_layout()
+            fig.savefig(out_dir / file_name, dpi=110)
+            plt.close(fig)
+    return list(PLOTS)
 
-    # 1. nDCG@10 vs d: colour = encoder, line style = reducer; hybrid (first reducer) as faint reference lines
+
+def plot_ndcg_vs_dim(plt, rows, dense, kinds, b, name):
+    """nDCG@10 vs d: colour = encoder, line style = reducer; hybrid (first reducer) as faint reference lines."""
     fig, ax = plt.subplots(figsize=(9, 5))
     encoders = list(dict.fromkeys(e for e, _ in curves(rows)))
     colour = {e: f"C{i % 10}" for i, e in enumerate(encoders)}
@@ -223,9 +227,11 @@ def write_plots(rows, out_dir: Path) -> list[str]:
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    save(fig, "ndcg_vs_dim.png")
+    yield fig, name
 
-    # 2 and 3: latency and bytes vs d, one line per kind, for the encoder × reducer that ran the most kinds
+
+def plot_cost_vs_dim(plt, rows, dense, kinds, b, _name):
+    """Latency and bytes vs d, one line per kind, for the encoder × reducer that ran the most kinds."""
     enc, red = _encoder_with_most_kinds(dense)
     for name, col, ylabel, logy in (("latency_vs_dim.png", "search_ms_p50", "search p50 (ms / query)", True),
                                     ("bytes_vs_dim.png", "index_bytes", "index bytes on disk", True)):
@@ -246,9 +252,11 @@ def write_plots(rows, out_dir: Path) -> list[str]:
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3, which="both")
         _legend(ax)
-        save(fig, name)
+        yield fig, name
 
-    # 4. quality vs bytes per vector, Pareto front
+
+def plot_quality_vs_bytes(plt, rows, dense, kinds, b, name):
+    """Quality vs bytes per vector, with the Pareto front."""
     fig, ax = plt.subplots(figsize=(8, 5))
     cost = "code_bytes" if all(r.get("code_bytes", "") != "" for r in dense) else "bytes_per_vector"
     pts = [(r[cost], r["ndcg@10"]) for r in dense]
@@ -270,9 +278,11 @@ def write_plots(rows, out_dir: Path) -> list[str]:
     ax.set_ylabel("nDCG@10")
     ax.grid(alpha=0.3, which="both")
     _legend(ax)
-    save(fig, "quality_vs_bytes.png")
+    yield fig, name
 
-    # 5. ANN recall vs batch QPS
+
+def plot_recall_vs_qps(plt, rows, dense, kinds, b, name):
+    """ANN recall@10 against batch QPS, one colour per approximate kind."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for kind in [k for k in kinds if k != "flat"]:
         sel = [r for r in dense if r["index"] == kind]
@@ -286,8 +296,7 @@ def write_plots(rows, out_dir: Path) -> list[str]:
     if not any(k != "flat" for k in kinds):
         ax.text(0.5, 0.5, "no approximate index kinds in this grid", ha="center", transform=ax.transAxes)
     _legend(ax)
-    save(fig, "ann_recall_vs_qps.png")
-    return list(PLOTS)
+    yield fig, name
 
 
 def _legend(ax, loc="best"):
