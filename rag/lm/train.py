@@ -140,20 +140,7 @@ def train(cfg: TrainConfig, progress=None) -> dict:
             raise oom_error(mcfg.dim, cfg.batch, "allocating the model") from exc
         raise
     tokens_per_step = cfg.batch * mcfg.context * rt.world
-    if state is None:
-        rate = probe_rate(model, train_ids, cfg, rt) if cfg.minutes and not cfg.tokens else None
-        state = {"model": mcfg.to_dict(), "train": _train_dict(cfg), "step": 0, "train_s": 0.0,
-                 "total_steps": plan_steps(cfg, len(train_ids), tokens_per_step, rate), "runtime": rt.describe()}
-        if rt.main:
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "config.json").write_text(json.dumps({"model": state["model"], "train": state["train"]}, indent=1))
-            shutil.copy(tok.tokenizer_path, out / "tokenizer.json")
-            (out / "curve.jsonl").write_text("")
-    else:
-        ckpt.load_weights(model, ckpt.ckpt_dir(out))
-        ckpt.load_optimizer(optimizer, out)
-        if rt.main:
-            ckpt.truncate_curve(out, state["step"])
+    state = start_or_resume(cfg, mcfg, out, state, rt, tok, model, optimizer, tokens_per_step)
     total = state["total_steps"]
     every = max(1, math.ceil(total / max(cfg.slices, math.ceil(cfg.epochs or 0))))
     warmup = cfg.warmup if cfg.warmup is not None else min(100, max(1, total // 10))
@@ -174,21 +161,7 @@ def train(cfg: TrainConfig, progress=None) -> dict:
             for group in optimizer.param_groups:
                 group["lr"] = lr
             x, y = train_batch(train_ids, step, cfg.batch, mcfg.context, cfg.seed, rt.rank)
-            try:
-                with rt.autocast():
-                    _, loss = step_model(x.to(rt.device), y.to(rt.device))
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-            except (RuntimeError, MemoryError) as exc:
-                if is_oom(exc):
-                    raise oom_error(mcfg.dim, cfg.batch, f"training step {step + 1}") from exc
-                raise
-            value = loss.item()
-            if not math.isfinite(value):
-                raise RagError(f"loss became {value} at step {step + 1} for d={mcfg.dim}; lower --lr "
-                               f"(now {cfg.learning_rate():.2e}) or use --precision fp32, then start again")
+            value = optimizer_step(step_model, model, optimizer, x, y, rt, cfg, step)
             state["train_s"] += time.perf_counter() - t0
             row = {"step": step + 1, "tokens": (step + 1) * tokens_per_step, "loss": round(value, 5), "lr": lr}
             if (step + 1) % every == 0 or step + 1 == total:
@@ -213,6 +186,49 @@ def train(cfg: TrainConfig, progress=None) -> dict:
         write_rank_checksum(model, out, rt.rank)
         torch.distributed.barrier()
     return result
+
+
+def start_or_resume(cfg: TrainConfig, mcfg, out: Path, state, rt, tok, model, optimizer, tokens_per_step) -> dict:
+    """A fresh run's state (its step budget planned, its run folder started), or the resumed run's weights loaded."""
+    if state is None:
+        train_ids = tok.ids["train"]
+        rate = probe_rate(model, train_ids, cfg, rt) if cfg.minutes and not cfg.tokens else None
+        state = {"model": mcfg.to_dict(), "train": _train_dict(cfg), "step": 0, "train_s": 0.0,
+                 "total_steps": plan_steps(cfg, len(train_ids), tokens_per_step, rate), "runtime": rt.describe()}
+        if rt.main:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "config.json").write_text(json.dumps({"model": state["model"], "train": state["train"]}, indent=1))
+            shutil.copy(tok.tokenizer_path, out / "tokenizer.json")
+            (out / "curve.jsonl").write_text("")
+        return state
+    ckpt.load_weights(model, ckpt.ckpt_dir(out))
+    ckpt.load_optimizer(optimizer, out)
+    if rt.main:
+        ckpt.truncate_curve(out, state["step"])
+    return state
+
+
+def optimizer_step(step_model, model, optimizer, x, y, rt, cfg: TrainConfig, step: int) -> float:
+    """Forward, backward, clip, update: one optimiser step; returns the loss (refusing a non-finite one)."""
+    import torch
+
+    dim = model.cfg.dim
+    try:
+        with rt.autocast():
+            _, loss = step_model(x.to(rt.device), y.to(rt.device))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    except (RuntimeError, MemoryError) as exc:
+        if is_oom(exc):
+            raise oom_error(dim, cfg.batch, f"training step {step + 1}") from exc
+        raise
+    value = loss.item()
+    if not math.isfinite(value):
+        raise RagError(f"loss became {value} at step {step + 1} for d={dim}; lower --lr "
+                       f"(now {cfg.learning_rate():.2e}) or use --precision fp32, then start again")
+    return value
 
 
 def _train_dict(cfg: TrainConfig) -> dict:
