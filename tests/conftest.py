@@ -52,6 +52,22 @@ def scifact_small(data_dir):
     return subset(load_corpus("scifact"), n_queries=20, n_extra_docs=120, seed=0)
 
 
+def write_beir(folder: Path, corpus, extra_qrels: str = "") -> Path:
+    """Write a corpus (passages, queries, qrels) as a BEIR folder, so that it can be passed as --corpus PATH."""
+    import json
+
+    with open(folder / "corpus.jsonl", "w") as f:
+        for p in corpus.passages:
+            f.write(json.dumps({"_id": p.id, "title": p.title, "text": p.text}) + "\n")
+    with open(folder / "queries.jsonl", "w") as f:
+        for q in corpus.queries:
+            f.write(json.dumps({"_id": q.id, "text": q.text}) + "\n")
+    (folder / "qrels").mkdir()
+    rows = [f"{q}\t{d}\t{s}" for q, rel in corpus.qrels.items() for d, s in rel.items()]
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows) + "\n" + extra_qrels)
+    return folder
+
+
 @pytest.fixture
 def cli():
     """Invoke the real `rag` CLI in-process: cli(["search", "..."]) -> click Result."""

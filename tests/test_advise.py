@@ -4,24 +4,15 @@ import json
 
 import pytest
 
+from conftest import write_beir
+
 
 
 @pytest.fixture(scope="module")
 def beir_folder(scifact_small, tmp_path_factory):
     """The SciFact subset written as a BEIR folder, with one qrels line naming a document that does not exist."""
-    folder = tmp_path_factory.mktemp("beir")
-    with open(folder / "corpus.jsonl", "w") as f:
-        for p in scifact_small.passages:
-            f.write(json.dumps({"_id": p.id, "title": p.title, "text": p.text}) + "\n")
-    with open(folder / "queries.jsonl", "w") as f:
-        for q in scifact_small.queries:
-            f.write(json.dumps({"_id": q.id, "text": q.text}) + "\n")
-    (folder / "qrels").mkdir()
-    lines = [f"{q}\t{d}\t{r}" for q, docs in scifact_small.qrels.items() for d, r in docs.items()]
     first = next(iter(scifact_small.qrels))
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(lines)
-                                               + f"\n{first}\tno-such-doc\t1\n")
-    return folder
+    return write_beir(tmp_path_factory.mktemp("beir"), scifact_small, extra_qrels=f"{first}\tno-such-doc\t1\n")
 
 
 def advise(cli, *args):

@@ -4,21 +4,13 @@ import json
 
 import pytest
 
+from conftest import write_beir
+
 
 @pytest.fixture(scope="module")
 def scifact_folder(tmp_path_factory, scifact_small):
     """The SciFact subset written out in BEIR layout, so that it can be passed as --corpus PATH."""
-    folder = tmp_path_factory.mktemp("scifact-small")
-    with open(folder / "corpus.jsonl", "w") as f:
-        for p in scifact_small.passages:
-            f.write(json.dumps({"_id": p.id, "title": p.title, "text": p.text}) + "\n")
-    with open(folder / "queries.jsonl", "w") as f:
-        for q in scifact_small.queries:
-            f.write(json.dumps({"_id": q.id, "text": q.text}) + "\n")
-    (folder / "qrels").mkdir()
-    rows = [f"{q}\t{d}\t{s}" for q, rel in scifact_small.qrels.items() for d, s in rel.items()]
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows) + "\n")
-    return folder
+    return write_beir(tmp_path_factory.mktemp("scifact-small"), scifact_small)
 
 
 def test_corpus_list_and_show(cli):

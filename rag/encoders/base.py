@@ -26,6 +26,18 @@ def l2_normalize(x: np.ndarray) -> np.ndarray:
     return (x / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
+def encode_sorted(items: list, order, run, dim: int, batch_size: int, progress: ProgressFn | None = None) -> np.ndarray:
+    """run(batch) over batches of items taken in `order` (similar lengths together: little padding), returned as
+    float32 [len(items), dim] rows in the input order."""
+    out = np.zeros((len(items), dim), np.float32)
+    for start in range(0, len(items), batch_size):
+        rows = order[start:start + batch_size]
+        out[rows] = run([items[i] for i in rows])
+        if progress:
+            progress(min(start + batch_size, len(items)), len(items))
+    return out
+
+
 def document_text(passage) -> str:
     """What a document encoder reads: the title line, then the text."""
     return f"{passage.title}\n{passage.text}" if passage.title else passage.text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from rag.config import runtime_environment
+from rag.encoders.base import encode_sorted
 
 
 class MiniLMEncoder:
@@ -39,11 +40,5 @@ class MiniLMEncoder:
         return torch.nn.functional.normalize(pooled, dim=1).numpy()
 
     def encode(self, texts, kind="query", progress=None, batch_size: int = 64) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), np.float32)
         order = np.argsort([-len(t) for t in texts], kind="stable")  # similar lengths share a batch: less padding
-        for start in range(0, len(texts), batch_size):
-            rows = order[start:start + batch_size]
-            out[rows] = self.encode_batch([texts[i] for i in rows])
-            if progress:
-                progress(min(start + batch_size, len(texts)), len(texts))
-        return out
+        return encode_sorted(list(texts), order, self.encode_batch, self.dim, batch_size, progress)

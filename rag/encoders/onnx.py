@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from rag.config import RagError, RagWarning, atomic_write, cache_dir, runtime_environment
+from rag.encoders.base import encode_sorted
 
 ONNX_BACKENDS = ("onnx", "onnx-int8")
 MISSING_ORT = "onnxruntime is not installed; install the ONNX extra: pip install -e '.[onnx]'"
@@ -199,14 +200,8 @@ class OnnxEncoder:
         return self.session.run(None, arrays)[0]
 
     def encode(self, texts, kind="query", progress=None, batch_size: int = 32) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), np.float32)
         if not len(texts):
-            return out
+            return np.zeros((0, self.dim), np.float32)
         encodings = self.tokenizer.encode_batch(list(texts))
         order = np.argsort([-len(e.ids) for e in encodings], kind="stable")  # by token count: little padding
-        for start in range(0, len(texts), batch_size):
-            rows = order[start:start + batch_size]
-            out[rows] = self.run([encodings[i] for i in rows])
-            if progress:
-                progress(min(start + batch_size, len(texts)), len(texts))
-        return out
+        return encode_sorted(encodings, order, self.run, self.dim, batch_size, progress)
