@@ -21,12 +21,13 @@ from __future__ import annotations
 import math
 import os
 import sys
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from rag.config import runtime_environment, valid_choice
+from rag.config import RagWarning, runtime_environment, valid_choice
 
 INDEX_KINDS: dict[str, str] = {
     "flat": "exact search, 4·d bytes per vector",
@@ -218,6 +219,21 @@ def set_search_params(kind: str, index) -> None:
         index.hnsw.efSearch = 128
 
 
+MIN_POINTS_PER_CENTROID = 39  # what faiss's k-means asks for before it warns
+
+
+def few_training_points(index, n_train: int) -> None:
+    """PQ codebooks of 2**bits centroids want 39 training points each. With fewer, faiss prints one warning per
+    sub-quantizer (dozens of lines); say it once, with what to do, and let faiss train quietly."""
+    centroids = 1 << index.pq.nbits
+    wanted = MIN_POINTS_PER_CENTROID * centroids
+    if n_train >= wanted:
+        return
+    index.pq.cp.min_points_per_centroid = 1  # the warning only: training itself is unchanged
+    warnings.warn(f"ivf-pq on {n_train:,} vectors: its {centroids} centroids per sub-quantizer want {wanted:,} "
+                  "training points; consider flat or hnsw for a corpus this small", RagWarning, stacklevel=3)
+
+
 def build_index(vectors: np.ndarray, kind: str, seed: int = 0, train_size: int | None = None) -> SearchIndex:
     """Build an index of `kind` over L2-normalised float32 vectors [n, d].
 
@@ -254,6 +270,8 @@ def build_index(vectors: np.ndarray, kind: str, seed: int = 0, train_size: int |
         sample = x
         if train_size is not None and train_size < n:
             sample = x[np.sort(np.random.default_rng(seed).choice(n, train_size, replace=False))]
+        if kind == "ivf-pq":
+            few_training_points(index, len(sample))
         index.train(sample)
     index.add(x)
     set_search_params(kind, index)

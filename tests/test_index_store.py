@@ -205,3 +205,15 @@ def test_gpu_placement_goes_through_faiss_own_wrapper(monkeypatch):
     assert flat.device == "cuda-faiss" and len(moved) == 1
     binary = build_index(x, "binary").to_device("cuda-faiss")
     assert binary.device == "cpu" and len(moved) == 1
+
+
+def test_too_few_pq_training_points_is_said_once_with_a_suggestion(capfd):
+    """faiss would print one 'please provide at least N training points' line per sub-quantizer."""
+    from rag.config import RagWarning
+
+    x = np.random.default_rng(2).normal(size=(3000, 32)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    with pytest.warns(RagWarning, match=r"ivf-pq on 3,000 vectors: .* want 9,984 training points; consider flat or hnsw"):
+        index = build_index(x, "ivf-pq")
+    assert "please provide at least" not in capfd.readouterr().err
+    assert index.search(x[:5], 1)[1].shape == (5, 1)
