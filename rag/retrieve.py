@@ -13,7 +13,6 @@ import os
 import threading
 import time
 from dataclasses import asdict, dataclass, field, replace
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -176,6 +175,11 @@ class Retriever:
     loaded: object = None  # rag.store.LoadedIndex for dense/hybrid
     bm25: BM25 | None = None
     timings: dict = field(default_factory=dict)
+    passage_by_id: dict = field(default=None, repr=False)  # built once; a per-request copy (RetrieverPool) shares it
+
+    def __post_init__(self):
+        if self.passage_by_id is None:
+            self.passage_by_id = {p.id: p for p in self.passages}
 
     @classmethod
     def open(cls, settings: RetrievalSettings | None = None, *, corpus: Corpus | None = None, progress=None,
@@ -202,10 +206,6 @@ class Retriever:
     @property
     def mode(self) -> str:
         return self.settings.retriever
-
-    @cached_property
-    def passage_by_id(self) -> dict[str, Passage]:
-        return {p.id: p for p in self.passages}
 
     @property
     def description(self) -> dict:
