@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import zlib
 from pathlib import Path
 
 import httpx
 import pytest
 
 from rag.agent.injection import detector, lexical, normalize, screen_passages
+from rag.agent.injection_fit import corpus_sentences
 from serve_helpers import inprocess_server  # noqa: F401  (a fixture)
 
 SETS = Path(__file__).parent / "data" / "injection"
@@ -28,22 +28,8 @@ def variants(name: str) -> list[list[str]]:
 
 
 def benign_sentences(n_per_corpus: int) -> list[str]:
-    """Real sentences from the corpora (the held-out half of their passages, by id hash)."""
-    from rag.agent.text import sentences
-    from rag.corpus import load_corpus
-
-    out = []
-    for name in ("builtin", "scifact", "hotpotqa"):
-        taken = 0
-        for p in load_corpus(name).passages:
-            if zlib.crc32(p.id.encode()) % 2 == 1:
-                for s in sentences(p.text)[:3]:
-                    if 30 <= len(s) <= 400 and taken < n_per_corpus:
-                        out.append(s)
-                        taken += 1
-            if taken >= n_per_corpus:
-                break
-    return out
+    """Real sentences from the corpora: the held-out half of their passages by id hash (never fitted on)."""
+    return corpus_sentences((1, 3), per_corpus=n_per_corpus)
 
 
 def test_normalize_maps_look_alikes_and_drops_invisible_characters():

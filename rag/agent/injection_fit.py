@@ -90,8 +90,10 @@ BENIGN_IMPERATIVE = [
 ]
 
 
-def corpus_sentences(quarter: int, per_corpus: int = 200) -> list[str]:
-    """Sentences from the passages whose id hash falls in one quarter (0: training, 2: dev; 1 and 3: held out)."""
+def corpus_sentences(quarter: int | tuple[int, ...], per_corpus: int = 200) -> list[str]:
+    """Sentences from the passages whose id hash falls in the given quarter(s) (0: training, 2: dev; 1 and 3: held
+    out), at most per_corpus from each corpus."""
+    quarters = (quarter,) if isinstance(quarter, int) else tuple(quarter)
     from rag.agent.text import sentences
     from rag.corpus import load_corpus
 
@@ -99,7 +101,7 @@ def corpus_sentences(quarter: int, per_corpus: int = 200) -> list[str]:
     for name in ("builtin", "scifact", "hotpotqa"):
         taken = 0
         for p in load_corpus(name).passages:
-            if zlib.crc32(p.id.encode()) % 4 != quarter:
+            if zlib.crc32(p.id.encode()) % 4 not in quarters:
                 continue
             for s in sentences(p.text)[:3]:
                 if 30 <= len(s) <= 400 and taken < per_corpus:
