@@ -105,10 +105,11 @@ def exact_topk(base: np.ndarray, queries: np.ndarray, k: int, chunk: int = 200_0
     return best_i
 
 
-def prepare(work: Path, pool: np.ndarray, n: int, dims, n_queries: int, seed: int = 0) -> dict:
-    """Write base, queries and exact top-k for N=n at every d; returns {d: paths} plus where the vectors came from."""
+def prepare(work: Path, pool: np.ndarray, n: int, dims, n_queries: int, seed: int = 0, synthetic: bool = False) -> dict:
+    """Write base, queries and exact top-k for N=n at every d; returns {d: paths} plus where the vectors came from
+    (real when the pool has enough and `synthetic` is not asked for)."""
     work.mkdir(parents=True, exist_ok=True)
-    real = n + n_queries <= len(pool)
+    real = not synthetic and n + n_queries <= len(pool)
     rng = np.random.default_rng(seed + n)
     if real:
         full_base, full_q = pool[:n], pool[n:n + n_queries]

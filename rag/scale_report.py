@@ -154,3 +154,51 @@ def markdown(results: dict) -> str:
                   f"{p['assumptions']['gpu_docs_per_s']:.0f}/s each (assumed); {e['cpu_2core_days']:.0f} days on one "
                   f"2-core CPU at {p['assumptions']['cpu_docs_per_s']}/s (measured)" for e in p["encoding"]]
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- the ivf-pq sweep (rag.scale_pq)
+
+
+def pq_grid(run: dict) -> tuple[list[str], list[list[str]]]:
+    """One run of the sweep as a table: a row per (variant, nprobe), a column per rerank depth R holding
+    'recall@10 / QPS (× flat)'. Header and rows, for the terminal and for markdown alike."""
+    reranks = sorted({r["rerank"] for r in run["rows"]})
+    header = ["variant", "RAM B/vec", "build s", "nprobe", "ceiling"] + [
+        "no rerank" if r == 0 else f"rerank {r}" for r in reranks]
+    cells: dict[tuple, dict] = {}
+    for r in run["rows"]:
+        cells.setdefault((r["variant"], r["nprobe"]), {})[r["rerank"]] = r
+    rows = []
+    for (variant, nprobe), by_r in cells.items():
+        first = next(iter(by_r.values()))
+        rows.append([variant, f"{first['ram_bytes_per_vector']:.1f}", f"{first['build_s']:.0f}", str(nprobe),
+                     f"{first['ceiling']:.3f}"]
+                    + [f"{by_r[r]['recall_at_10']:.3f} / {by_r[r]['qps']:.0f} ({by_r[r]['qps_vs_flat']:.1f}×)"
+                       if r in by_r else "-" for r in reranks])
+    return header, rows
+
+
+def pq_best_line(run: dict) -> str:
+    """The flat baseline and the fastest setting that reaches the recall goal."""
+    flat, best = run["flat"], run.get("best")
+    line = (f"N={run['n']:,} d={run['d']} ({run['source']}): flat {flat['qps']:.0f} QPS "
+            f"({run['queries']} queries, {run['threads']} threads, best of {run['repeats']}); nlist {run['nlist']}, "
+            f"coarse quantizer trained on {run['train_size']:,} vectors; cells are recall@10 / batch QPS (× flat); "
+            f"a rerank reads {4 * run['d']} B/vector of floats from disk. ")
+    if not best:
+        return line + "No setting reaches recall@10 0.9."
+    return line + (f"Fastest at recall@10 ≥ 0.9: {best['variant']}, nprobe {best['nprobe']}, "
+                   + (f"rerank {best['rerank']}" if best["rerank"] else "no rerank")
+                   + f": recall@10 {best['recall_at_10']:.3f}, {best['qps']:.0f} QPS = {best['qps_vs_flat']:.1f}× flat, "
+                   f"{best['ram_bytes_per_vector']:.1f} B/vector in RAM"
+                   + (f" + {best['disk_bytes_per_vector']} on disk." if best["disk_bytes_per_vector"] else "."))
+
+
+def pq_markdown(results: dict) -> str:
+    """Every run of the sweep: its baseline line and its recall / QPS grid."""
+    lines = []
+    for run in results["runs"]:
+        header, rows = pq_grid(run)
+        lines += ["", pq_best_line(run), "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines).lstrip("\n") + "\n"

@@ -11,14 +11,14 @@ REPO = Path(__file__).resolve().parent.parent
 # Bottom to top; a module may import only from its own layer or the ones listed before it.
 LAYERS = [
     ["rag.config"],
-    ["rag.corpus", "rag.ingest", "rag.limits", "rag.smollm2"],
+    ["rag.corpus", "rag.ingest", "rag.limits", "rag.smollm2", "rag.synth_corpus"],
     ["rag.encoders"],
     ["rag.reduce"],
     ["rag.index"],
-    ["rag.store", "rag.versions", "rag.update", "rag.shards"],
+    ["rag.store", "rag.versions", "rag.update", "rag.shards", "rag.stream_build"],
     ["rag.retrieve", "rag.metrics"],
     ["rag.client", "rag.agent", "rag.eval_rows", "rag.evaluate", "rag.report", "rag.agent_eval", "rag.bench",
-     "rag.scale", "rag.scale_report", "rag.frontier", "rag.advise"],
+     "rag.scale", "rag.scale_pq", "rag.scale_report", "rag.frontier", "rag.advise"],
     ["rag.serve", "rag.commands", "cli", "rag.api", "rag"],  # "rag" (the package's front door) matches itself only
 ]
 BESIDE = {"rag.lm": ["rag.config"]}  # the LM sweep sits beside the stack and reads only the bottom

@@ -44,15 +44,18 @@ def bench_scale(ns: str = typer.Option("10000,100000,1000000", "--n", help="Vect
                 gpu_rate: float = typer.Option(5000.0, help="Assumed MiniLM passages/s per GPU (projection)."),
                 rtt_ms: float = typer.Option(1.0, help="Assumed network round trip per fan-out (projection)."),
                 markdown: Path = typer.Option(None, "--markdown", help="Also write the tables as markdown here."),
-                as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
+                as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+                pq_sweep: bool = typer.Option(False, "--pq-sweep", help="Instead of the grid: ivf-pq recall@10 "
+                                              "against QPS (code sizes, nprobe, rerank) beside flat in one process, "
+                                              "on real and synthetic vectors where the real pool has enough.")):
     """Measure build time, bytes, peak RSS, search latency, QPS and recall@10 against N, d and index kind."""
     _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolate, bandwidth_mb, ray_encode,
-                 project, only_project, ram_gb, gpus, gpu_rate, rtt_ms, markdown, as_json)
+                 project, only_project, ram_gb, gpus, gpu_rate, rtt_ms, markdown, as_json, pq_sweep)
 
 
 @handle_errors
 def _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolate, bandwidth_mb, ray_encode,
-                 project, only_project, ram_gb, gpus, gpu_rate, rtt_ms, markdown, as_json):
+                 project, only_project, ram_gb, gpus, gpu_rate, rtt_ms, markdown, as_json, pq_sweep=False):
     from rag.config import RagError, valid_choice
     from rag.index import INDEX_KINDS
     from rag.scale import load_results, run_scale, summarise
@@ -64,6 +67,8 @@ def _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolat
         valid_choice(kind, INDEX_KINDS, "index kind")
     if min(ns) < 2 * queries or min(dims) < 1:
         raise RagError(f"every N must be at least twice --queries ({queries}) and every d at least 1")
+    if pq_sweep:
+        return run_pq_sweep_cmd(out, ns, dims, queries, markdown, as_json)
     if only_project:
         results = load_results(out / "results.json")
         if not results.get("cells"):
@@ -91,6 +96,28 @@ def _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolat
     if as_json:
         return print_json(results)
     render_scale(results)
+
+
+def run_pq_sweep_cmd(out: Path, ns, dims, queries: int, markdown: Path | None, as_json: bool) -> None:
+    from rich.table import Table
+
+    from rag.config import atomic_write_text
+    from rag.scale_pq import run_pq_sweep
+    from rag.scale_report import pq_best_line, pq_grid, pq_markdown
+
+    results = run_pq_sweep(out, ns, dims, queries,
+                           progress=None if as_json else lambda what: console.print(f"[dim]measuring {safe(what)}[/]"))
+    if markdown:
+        atomic_write_text(markdown, pq_markdown(results))
+    if as_json:
+        return print_json(results)
+    for run in results["runs"]:
+        header, rows = pq_grid(run)
+        table = Table(*header)
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        console.print(safe(pq_best_line(run)))
 
 
 def render_scale(results: dict) -> None:

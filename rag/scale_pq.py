@@ -1,0 +1,164 @@
+"""ivf-pq's recall against its speed, side by side with exact search in one process (`rag bench scale --pq-sweep`).
+
+The grid (rag.scale) measured ivf-pq at 1M, d=128 at recall@10 0.335. This sweep tells the causes apart and
+measures the standard fixes, on one base, one query set and one exact top-10:
+
+  flat       exact search: the QPS every row is compared with (same process, same queries, same threads);
+  ceiling    the recall the coarse quantizer alone allows at an nprobe: the share of true neighbours whose list
+             is probed (what ivf-flat reaches), so the loss of IVF and the loss of PQ are told apart;
+  variants   IVF + PQ with the project's code (m = d/4 sub-quantisers of 8 bits), twice as many (m = d/2), and
+             4-bit fast-scan codes (m = d/2, SIMD scanning), each at several nprobe and each with its top-R
+             candidates re-ranked by exact inner products with the float vectors, read from the memory-mapped
+             base file (R = k: no rerank).
+
+All variants share one coarse quantizer (trained once on 40 vectors per list, as in the grid), so they probe the
+same lists. Bytes are counted honestly: `ram_bytes_per_vector` is the serialised index ÷ N; a rerank also reads
+the float vectors (4·d bytes per vector) from disk through the page cache. faiss's IndexRefineFlat would keep
+them in RAM instead: the same recall, with 4·d more RAM bytes per vector.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rag.config import atomic_write_text
+from rag.index import import_faiss, ivf_lists, pq_shape
+from rag.scale import K, TRAIN_PER_LIST, prepare, real_pool
+
+NPROBE_FRACTIONS = (1 / 256, 1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4)  # of nlist; the project's ivf-pq probes nlist/8
+RERANK = (K, 50, 100, 200)  # candidates re-ranked with exact vectors; K means none
+GOAL_RECALL = 0.9
+
+
+def pq_variants(d: int, n: int) -> dict[str, tuple[int, int, bool]]:
+    """name -> (m, bits, fast-scan): the project's code, twice the sub-quantisers, and 4-bit fast-scan."""
+    m, bits = pq_shape(d, n)
+    out = {f"PQ{m}x{bits}": (m, bits, False)}
+    if d % (2 * m) == 0:
+        out[f"PQ{2 * m}x{bits}"] = (2 * m, bits, False)
+        if bits >= 4:
+            out[f"PQ{2 * m}x4fs"] = (2 * m, 4, True)
+    return out
+
+
+def recall_at_k(rows: np.ndarray, truth: np.ndarray) -> float:
+    k = truth.shape[1]
+    return float(np.mean([len(set(r[:k]) & set(t)) / k for r, t in zip(rows.tolist(), truth.tolist())]))
+
+
+def timed(fn, repeats: int):
+    """fn()'s result and its best wall time of `repeats` runs (on shared cores the least disturbed one)."""
+    best, out = float("inf"), None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - start)
+    return out, best
+
+
+def rerank(base: np.ndarray, queries: np.ndarray, cand: np.ndarray, k: int) -> np.ndarray:
+    """The top-k of each query's candidate rows by exact inner product with their float vectors in `base` (a
+    memmap: one sorted read of the distinct candidates). Rows of -1 (fewer candidates than asked) stay last."""
+    ids = np.where(cand < 0, 0, cand)
+    uniq = np.unique(ids)
+    vectors = np.asarray(base[uniq], dtype=np.float32)
+    scores = np.einsum("qrd,qd->qr", vectors[np.searchsorted(uniq, ids)], queries)
+    scores[cand < 0] = -np.inf
+    top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(cand, top, 1)
+
+
+def coarse_ceiling(quantizer, home: np.ndarray, queries: np.ndarray, nprobe: int) -> float:
+    """Share of the true top-k whose list (home[q, j]) is among the nprobe lists probed for query q."""
+    _, probed = quantizer.search(queries, nprobe)
+    return float(np.mean([np.isin(h, p).mean() for h, p in zip(home, probed)]))
+
+
+def sweep_one(paths: dict, repeats: int = 2, fractions=NPROBE_FRACTIONS, reranks=RERANK, seed: int = 0,
+              progress=None) -> dict:
+    """Flat, the coarse ceiling and every (variant, nprobe, R) on one base; QPS is batch search on all threads."""
+    faiss = import_faiss()
+    base = np.load(paths["base"], mmap_mode="r")
+    queries, truth = np.load(paths["queries"]), np.load(paths["gt"])
+    x = np.ascontiguousarray(base, dtype=np.float32)
+    n, d = x.shape
+    flat = faiss.IndexFlatIP(d)
+    flat.add(x)
+    (_, rows), flat_s = timed(lambda: flat.search(queries, K), repeats)
+    out = {"n": n, "d": d, "queries": len(queries), "threads": faiss.omp_get_max_threads(), "repeats": repeats,
+           "flat": {"qps": len(queries) / flat_s, "recall_at_10": recall_at_k(rows, truth), "ram_bytes_per_vector": 4 * d}}
+    del flat
+    nlist = ivf_lists(n)
+    rng = np.random.default_rng(seed)
+    train = x[np.sort(rng.choice(n, min(n, TRAIN_PER_LIST * nlist), replace=False))]
+    quantizer = faiss.IndexFlatIP(d)
+    coarse = faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT)  # trains the shared quantizer
+    coarse.cp.seed = seed
+    start = time.perf_counter()
+    coarse.train(train)
+    coarse_s = time.perf_counter() - start
+    _, home = quantizer.search(np.ascontiguousarray(base[truth.ravel()]), 1)
+    home = home.reshape(truth.shape)
+    nprobes = sorted({min(nlist, max(1, round(nlist * f))) for f in fractions})
+    out.update(nlist=nlist, train_size=len(train), coarse_train_s=coarse_s, nprobes=nprobes,
+               ceiling={str(p): coarse_ceiling(quantizer, home, queries, p) for p in nprobes}, rows=[])
+    for name, (m, bits, fast) in pq_variants(d, n).items():
+        if progress:
+            progress(f"N={n:,} d={d} {name}")
+        cls = faiss.IndexIVFPQFastScan if fast else faiss.IndexIVFPQ
+        index = cls(quantizer, d, nlist, m, bits, faiss.METRIC_INNER_PRODUCT)
+        index.pq.cp.min_points_per_centroid = 1  # tiny test sets: no warning per sub-quantiser (1M has plenty)
+        start = time.perf_counter()
+        index.train(train)  # the PQ only: the shared quantizer is trained already
+        index.add(x)
+        build_s = time.perf_counter() - start + coarse_s
+        ram = faiss.serialize_index(index).nbytes / n
+        for nprobe in nprobes:
+            index.nprobe = nprobe
+            for r in reranks:
+                def search(r=r):
+                    _, cand = index.search(queries, r)
+                    return cand if r <= K else rerank(base, queries, cand, K)
+                rows, secs = timed(search, repeats)
+                qps = len(queries) / secs
+                out["rows"].append({"variant": name, "m": m, "bits": bits, "fast_scan": fast, "nprobe": nprobe,
+                                    "rerank": r if r > K else 0, "recall_at_10": recall_at_k(rows, truth),
+                                    "ceiling": out["ceiling"][str(nprobe)], "qps": qps,
+                                    "qps_vs_flat": qps / out["flat"]["qps"], "build_s": build_s,
+                                    "ram_bytes_per_vector": ram, "disk_bytes_per_vector": 4 * d if r > K else 0})
+        del index
+    return out
+
+
+def best_setting(run: dict, goal: float = GOAL_RECALL) -> dict | None:
+    """The fastest row that reaches the recall goal, or None."""
+    ok = [r for r in run["rows"] if r["recall_at_10"] >= goal]
+    return max(ok, key=lambda r: r["qps"]) if ok else None
+
+
+def run_pq_sweep(out: Path, ns, dims, n_queries: int = 100, repeats: int = 2, pool: np.ndarray | None = None,
+                 both_sources: bool = True, progress=None) -> dict:
+    """The sweep for every N and d; where the real pool is big enough, on real vectors and on synthetic ones drawn
+    from their Gaussian fit (the same N, side by side: how much the distribution matters). Saved after each run."""
+    out.mkdir(parents=True, exist_ok=True)
+    sources = ["given"]
+    if pool is None:
+        pool, sources = real_pool()
+    results = {"pool_vectors": len(pool), "pool_sources": sources, "k": K, "goal_recall": GOAL_RECALL, "runs": []}
+    for n in sorted(ns):
+        enough = n + n_queries <= len(pool)
+        for synthetic in ([False, True] if enough and both_sources else [not enough]):
+            data = prepare(out / "work", pool, n, dims, n_queries, synthetic=synthetic)
+            for d in dims:
+                run = sweep_one(data["dims"][d], repeats=repeats, progress=progress)
+                run["source"] = data["source"]
+                run["best"] = best_setting(run)
+                results["runs"].append(run)
+                atomic_write_text(out / "pq_sweep.json", json.dumps(results, indent=1))
+            for f in (out / "work").glob(f"*-{n}-d*.npy"):
+                f.unlink()
+    return results
