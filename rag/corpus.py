@@ -93,8 +93,16 @@ def safe_corpus_name(name: str) -> str:
 
 def _read_jsonl(path: Path, required: tuple[str, ...] = ("_id",), strings: tuple[str, ...] = ("title", "text")
                 ) -> tuple[list[dict], int]:
-    """The JSON objects of a JSONL file; a malformed line is a RagError naming the file and the line number."""
-    rows, invalid = [], 0
+    """The JSON objects of a JSONL file and how many lines were not valid UTF-8 (see iter_jsonl)."""
+    counts = {"invalid_utf8": 0}
+    return list(iter_jsonl(path, required, strings, counts)), counts["invalid_utf8"]
+
+
+def iter_jsonl(path: Path, required: tuple[str, ...] = ("_id",), strings: tuple[str, ...] = ("title", "text"),
+               counts: dict | None = None):
+    """The JSON objects of a JSONL file, read lazily; a malformed line is a RagError naming the file and the line
+    number. counts["invalid_utf8"] (when given) counts the lines that were not valid UTF-8."""
+    invalid = 0
     with open(path, "rb") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
@@ -112,8 +120,10 @@ def _read_jsonl(path: Path, required: tuple[str, ...] = ("_id",), strings: tuple
                 + [f'"{k}" as a string' for k in strings if row.get(k) is not None and not isinstance(row.get(k), str)])
             if bad:
                 raise RagError(f"{path}, line {number}: needs {bad[0]} ({text.strip()[:60]!r})")
-            rows.append(row)
-    return rows, invalid
+            if counts is not None:
+                counts["invalid_utf8"] = counts.get("invalid_utf8", 0) + invalid
+            invalid = 0
+            yield row
 
 
 # ---------------------------------------------------------------- chunking
@@ -240,13 +250,16 @@ def parse_where(where: str | None):
     regex = glob_regex(pattern.strip())
     return lambda p: bool(regex.match(p.source))
 
+def beir_passage(row: dict, folder: Path) -> Passage:
+    """One corpus.jsonl row of a BEIR folder as a passage."""
+    return Passage(id=str(row["_id"]), title=row.get("title") or "", text=row.get("text") or "",
+                   source=f"{folder.name}:{row['_id']}")
+
+
 def load_beir(folder: Path, name: str | None = None, split: str = "test") -> Corpus:
     """A BEIR-layout folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv."""
     rows, invalid = _read_jsonl(folder / "corpus.jsonl")
-    passages = cap_passages([
-        Passage(id=str(r["_id"]), title=r.get("title") or "", text=r.get("text") or "", source=f"{folder.name}:{r['_id']}")
-        for r in rows
-    ])
+    passages = cap_passages([beir_passage(r, folder) for r in rows])
     queries: list[Query] = []
     if (folder / "queries.jsonl").exists():
         qrows, q_invalid = _read_jsonl(folder / "queries.jsonl", ("_id", "text"), ())

@@ -234,24 +234,28 @@ def few_training_points(index, n_train: int) -> None:
                   "training points; consider flat or hnsw for a corpus this small", RagWarning, stacklevel=3)
 
 
-def build_index(vectors: np.ndarray, kind: str, seed: int = 0, train_size: int | None = None) -> SearchIndex:
+def build_index(vectors: np.ndarray, kind: str, seed: int = 0, train_size: int | None = None,
+                size_for: int | None = None) -> SearchIndex:
     """Build an index of `kind` over L2-normalised float32 vectors [n, d].
 
     train_size: train IVF/PQ on a seeded random sample of this many vectors (None: all of them, which faiss's
     k-means subsamples to 256 per list); the lists and codes are sized for all n either way.
+    size_for: size the lists and codes for this many vectors instead of n (a streaming build trains on a sample,
+    resets the index and adds its vectors in chunks: rag.stream_build).
     """
     faiss = import_faiss()
     valid_choice(kind, INDEX_KINDS, "index kind")
     x = np.ascontiguousarray(vectors, dtype=np.float32)
     n, d = x.shape
+    n_lists = ivf_lists(size_for or n)
     ip = faiss.METRIC_INNER_PRODUCT
     if kind == "flat":
         index = faiss.IndexFlatIP(d)
     elif kind == "ivf-flat":
-        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, ivf_lists(n), ip)
+        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, n_lists, ip)
     elif kind == "ivf-pq":
-        m, bits = pq_shape(d, n)
-        index = faiss.IndexIVFPQ(faiss.IndexFlatIP(d), d, ivf_lists(n), m, bits, ip)
+        m, bits = pq_shape(d, size_for or n)
+        index = faiss.IndexIVFPQ(faiss.IndexFlatIP(d), d, n_lists, m, bits, ip)
     elif kind == "hnsw":
         index = faiss.IndexHNSWFlat(d, 32, ip)
         index.hnsw.efConstruction = 80

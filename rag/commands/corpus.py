@@ -47,3 +47,24 @@ def show_cmd(name: str = typer.Argument(..., help="builtin, scifact, hotpotqa, s
                   f"{info['judged_queries']} judged; content hash {corpus.content_hash[:12]}", highlight=False)
     for p in corpus.passages[:n]:
         console.print(f"\n[bold cyan]{safe(p.id)}[/] [bold]{safe(p.title)}[/]\n{safe(p.text[:400])}", highlight=False)
+
+
+@app.command("synth")
+@handle_errors
+def synth_cmd(n: int = typer.Option(..., "--n", help="How many passages to write."),
+              out: str = typer.Option(..., "--out", help="The folder to write corpus.jsonl into (a BEIR folder)."),
+              seed: int = typer.Option(0, "--seed", help="Seed of the sentence sampler."),
+              as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
+    """Write a synthetic corpus of N passages for scale tests: wiki-lm sentences recombined (rag.synth_corpus).
+    Build it in bounded memory with: rag index build --corpus OUT --stream"""
+    from pathlib import Path
+
+    from rag.commands.common import progress_bar
+    from rag.synth_corpus import write_synthetic_corpus
+
+    with progress_bar("writing passages", enabled=not as_json) as progress:
+        info = write_synthetic_corpus(Path(out), n, seed=seed, progress=progress)
+    if as_json:
+        return print_json(info)
+    console.print(f"[green]wrote[/] {safe(info['path'])}: {info['passages']:,} passages ({info['bytes'] / 1e6:,.1f} MB) "
+                  f"from {info['sentences']:,} sentences of {info['articles']:,} articles", highlight=False)

@@ -10,6 +10,7 @@ import typer
 from rag.commands.common import console, err_console, handle_errors, print_json, progress_bar, safe, warn
 from rag.commands.options import DEFAULTS, BackendOpt, CorpusOpt, DimOpt, EncoderOpt, IndexOpt, ReduceOpt
 from rag.commands.scale import AddressOpt, EngineOpt, ShardsOpt, build_sharded_cmd
+from rag.commands.stream import ChunkOpt, ResumeOpt, StreamOpt, build_streamed_cmd
 
 app = typer.Typer(help="Build FAISS indexes at any dimension d, and inspect them.", no_args_is_help=True)
 
@@ -22,10 +23,13 @@ def build_cmd(corpus: CorpusOpt = DEFAULTS.corpus,
               reduce: ReduceOpt = DEFAULTS.reduce,
               backend: BackendOpt = DEFAULTS.backend,
               engine: str = EngineOpt, shards: int = ShardsOpt, address: Optional[str] = AddressOpt,
+              stream: bool = StreamOpt, resume: bool = ResumeOpt, chunk: int = ChunkOpt,
               as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON.")):
     """Encode the corpus (cached at full width), reduce to d, build the index and store it atomically."""
     if engine != "local":  # --engine ray: Ray Data encodes, Ray tasks build S shards (rag.shards)
         return build_sharded_cmd(corpus, encoder, dim, index, reduce, engine, shards, address, as_json)
+    if stream or resume:  # bounded memory, resumable (rag.stream_build)
+        return build_streamed_cmd(corpus, encoder, dim, index, reduce, backend, chunk, resume, as_json)
     from rag.corpus import folder_warnings, load_corpus
     from rag.store import build_and_save, check_options
 
