@@ -22,11 +22,12 @@ import json
 import os
 import shutil
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from rag.config import VERSION, RagError, atomic_write_text, data_dir, index_dir
+from rag.config import VERSION, RagError, RagWarning, atomic_write_text, data_dir, index_dir
 from rag.corpus import NAMED_CORPORA, Passage, beir_passage, iter_jsonl, load_corpus, safe_corpus_name
 from rag.encoders import check_backend, get_encoder
 from rag.encoders.base import document_text
@@ -123,6 +124,10 @@ def start_or_resume(folder: Path, settings: dict, resume: bool) -> dict:
                                f"{state['settings'].get(key)}, this run asks for {flag} {settings[key]}; rerun with "
                                "the same settings, or without --resume to start over")
         return state
+    if progress_file.exists():
+        rows_done = json.loads(progress_file.read_text()).get("encoded", 0)
+        warnings.warn(f"discarded an unfinished build at {folder} ({rows_done:,} rows encoded); pass --resume to go "
+                      "on with such a build instead", RagWarning, stacklevel=3)
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     (folder / VECTORS).touch()

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from rag.config import RagError
+from rag.config import RagError, RagWarning
 from rag.corpus import load_corpus
 from rag.encoders import get_encoder
 from rag.store import build_and_save, load_index
@@ -79,7 +79,7 @@ def test_resume_with_other_settings_is_refused_naming_the_setting(synth, cli, op
     args = {"--encoder": ENCODER, "--dim": "32", "--index": "flat", "--reduce": "pca", option: value}
     result = cli(["index", "build", "--corpus", synth, *[x for kv in args.items() for x in kv], "--resume"])
     assert result.exit_code == 1
-    assert f"--resume refused: the build in progress at" in result.output
+    assert "--resume refused: the build in progress at" in result.output
     assert f"has {option} " in result.output and f"asks for {option} {value}" in result.output
     assert json.loads((build_folder(str(synth)) / "progress.json").read_text())["encoded"] == 100  # left as it was
 
@@ -94,6 +94,8 @@ def test_resume_over_a_changed_corpus_is_refused(tmp_path):
     (folder / "corpus.jsonl").write_text("\n".join(lines) + "\n")
     with pytest.raises(RagError, match="changed since the build began"):
         stream_build(str(folder), ENCODER, 32, "flat", chunk=100, resume=True)
+    with pytest.warns(RagWarning, match=r"discarded an unfinished build .* \(100 rows encoded\); pass --resume"):
+        assert stream_build(str(folder), ENCODER, 32, "flat", chunk=100)["vectors"] == 250  # started over
 
 
 def test_encoders_and_reducers_that_need_the_whole_corpus_are_refused(synth):
