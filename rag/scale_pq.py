@@ -30,18 +30,21 @@ from rag.index import import_faiss, ivf_lists, pq_shape
 from rag.scale import K, TRAIN_PER_LIST, prepare, real_pool
 
 NPROBE_FRACTIONS = (1 / 256, 1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4)  # of nlist; the project's ivf-pq probes nlist/8
-RERANK = (K, 50, 100, 200)  # candidates re-ranked with exact vectors; K means none
+RERANK = (K, 50, 100, 200, 500, 1000)  # candidates re-ranked with exact vectors; K means none
 GOAL_RECALL = 0.9
 
 
 def pq_variants(d: int, n: int) -> dict[str, tuple[int, int, bool]]:
-    """name -> (m, bits, fast-scan): the project's code, twice the sub-quantisers, and 4-bit fast-scan."""
+    """name -> (m, bits, fast-scan): the project's code (m = d/4), twice the sub-quantisers, and 4-bit fast-scan
+    codes with m = d/2 (the project's bytes) and m = d (one dimension per sub-quantiser, twice the bytes)."""
     m, bits = pq_shape(d, n)
     out = {f"PQ{m}x{bits}": (m, bits, False)}
     if d % (2 * m) == 0:
         out[f"PQ{2 * m}x{bits}"] = (2 * m, bits, False)
         if bits >= 4:
             out[f"PQ{2 * m}x4fs"] = (2 * m, 4, True)
+    if bits >= 4 and d != 2 * m:
+        out[f"PQ{d}x4fs"] = (d, 4, True)
     return out
 
 

@@ -47,7 +47,7 @@ def test_sweep_separates_the_coarse_ceiling_from_pq_loss_and_counts_bytes(pool, 
     ceiling = [run["ceiling"][str(p)] for p in run["nprobes"]]
     assert ceiling == sorted(ceiling) and ceiling[0] < ceiling[-1]  # more lists probed, more neighbours reachable
     variants = {r["variant"] for r in run["rows"]}
-    assert variants == {"PQ8x8", "PQ16x8", "PQ16x4fs"}  # d/4, d/2, d/2 fast-scan at d=32
+    assert variants == {"PQ8x8", "PQ16x8", "PQ16x4fs", "PQ32x4fs"}  # d/4, d/2, d/2 and d fast-scan at d=32
     for r in run["rows"]:
         # a candidate can only come from a probed list: no setting beats its ceiling
         assert r["recall_at_10"] <= r["ceiling"] + 1e-9
