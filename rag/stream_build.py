@@ -216,12 +216,19 @@ def sample_rows(n: int, size: int, seed: int = 0) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
 
 
-def read_rows(folder: Path, n: int, width: int, pick: np.ndarray) -> np.ndarray:
-    mapped = rows(folder / VECTORS, 0, n, width)
-    try:
-        return np.array(mapped[pick])
-    finally:
-        del mapped
+def read_rows(folder: Path, n: int, width: int, pick: np.ndarray, chunk: int = CHUNK) -> np.ndarray:
+    """The rows `pick` (sorted) of the vector file, mapping one chunk of it at a time: a sample spread over the
+    whole file would otherwise leave most of the file's pages mapped (faults map their neighbours too), and they
+    count in the process's resident set."""
+    out = np.empty((len(pick), width), np.float32)
+    bounds = np.searchsorted(pick, np.arange(0, n + chunk, chunk))
+    for i, start in enumerate(range(0, n, chunk)):
+        lo, hi = bounds[i], bounds[i + 1]
+        if hi > lo:
+            mapped = rows(folder / VECTORS, start, min(n, start + chunk), width)
+            out[lo:hi] = mapped[pick[lo:hi] - start]
+            del mapped
+    return out
 
 
 def train_size(kind: str, n: int) -> int:
@@ -263,7 +270,8 @@ def probe_arrays(folder: Path, n: int, width: int) -> dict[str, np.ndarray]:
 
 # ---------------------------------------------------------------- the whole build
 
-def check_streamable(encoder, reduce: str) -> None:
+def check_streamable(reduce: str, encoder=None) -> None:
+    """Refuse what needs the whole corpus in memory: pseudo-query reducers, encoders fitted on every passage."""
     if reduce in NEEDS_QUERIES:
         raise RagError(f"--reduce {reduce} trains on pseudo-queries drawn from the whole corpus, which a streaming "
                        "build does not hold; use --reduce pca (or truncate, whiten, itq), or build without --stream")
@@ -281,8 +289,7 @@ def stream_build(corpus: str, encoder_name: str = "minilm", dim: int | None = No
     and the process's peak RSS. progress(stage, done, total) reports "encoding" and "adding to the index";
     stop_after=k raises BuildInterrupted after k chunks of this run (tests stand in for a kill with it)."""
     dim, backend = check_options(encoder_name, dim, kind, reduce), check_backend(encoder_name, backend)
-    if reduce in NEEDS_QUERIES:
-        check_streamable(None, reduce)
+    check_streamable(reduce)
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise RagError(f"--chunk must be a positive whole number of passages, got {chunk!r}")
     name, _ = corpus_source(corpus)
@@ -293,10 +300,10 @@ def stream_build(corpus: str, encoder_name: str = "minilm", dim: int | None = No
     with build_lock(folder):
         state = start_or_resume(folder, settings, resume)
         encoder = get_encoder(encoder_name, backend)
-        check_streamable(encoder, reduce)
+        check_streamable(reduce, encoder)
         resumed_from = state["encoded"]
         corpus_hash = encode_stream(folder, state, encoder, chunk, progress, stop_after)
-        n, width = state["encoded"], state["width"]
+        n, width, encode_peak = state["encoded"], state["width"], peak_rss_mb()
         if n == 0:
             raise RagError(f"corpus {name} holds no passages")
         t = time.perf_counter()
@@ -311,9 +318,10 @@ def stream_build(corpus: str, encoder_name: str = "minilm", dim: int | None = No
                    "encoder": encoder_name, "backend": backend, "dim": dim, "reduce": reduce, "kind": kind,
                    "metric": "inner_product", "vectors": n, "build_s": round(index_s, 4), "device": index.device,
                    "streamed": {"chunk": chunk, "chunks": state["chunks"], "encode_s": state["encode_s"],
-                                "fit_s": round(fit_s, 3), "fit_rows": min(n, FIT_SAMPLE)}}
+                                "fit_s": round(fit_s, 3), "fit_rows": min(n, FIT_SAMPLE),
+                                "peak_rss_mb_encode": encode_peak}}
         target = save_version(folder, figures, reducer, index)
-    return {**read_manifest(target), "path": str(index_path(safe_corpus_name(name), target.name)),
+    return {**read_manifest(target), "path": str(target),
             "resumed_from": resumed_from, "write_s": round(time.perf_counter() - t, 3),
             "run_s": round(time.perf_counter() - started, 3), "peak_rss_mb": peak_rss_mb(), "reused": False}
 
