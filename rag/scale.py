@@ -311,7 +311,10 @@ def run_scale(out: Path, ns=DEFAULT_NS, dims=DEFAULT_DIMS, kinds=DEFAULT_KINDS, 
 
 
 def summarise(results: dict) -> dict:
-    """Add the flat-vs-bandwidth rows and the growth exponents, from the cells (also for a run that was killed)."""
+    """Add the flat-vs-bandwidth rows and the growth exponents, from the cells (also for a run that was killed);
+    a cell skipped once and measured later (a higher --hnsw-max) is no longer listed as skipped."""
+    measured = {(c["n"], c["d"], c["kind"]) for c in results["cells"]}
+    results["skipped"] = [s for s in results.get("skipped", []) if (s["n"], s["d"], s["kind"]) not in measured]
     results["flat_vs_bandwidth"] = [flat_vs_bandwidth(c, results["bandwidth"])
                                     for c in sorted(results["cells"], key=lambda c: (c["n"], c["d"])) if c["kind"] == "flat"]
     results["growth"] = growth_exponents(results["cells"])

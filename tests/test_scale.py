@@ -127,3 +127,17 @@ def test_cli_bench_scale_bad_input_is_one_line(cli, tmp_path, args, words):
     assert r.exit_code != 0
     assert "Traceback" not in r.output
     assert all(w in r.output for w in words), r.output
+
+
+def test_a_cell_skipped_once_and_measured_later_is_no_longer_listed_as_skipped():
+    from rag.scale import summarise
+
+    def cell(n):
+        return {"n": n, "d": 8, "kind": "hnsw", "build_s": 1.0, "index_bytes": 10 * n, "peak_rss_mb": 50.0,
+                "p50_ms": 0.1, "p95_ms": 0.2, "batch_ms_per_query": 0.05}
+
+    skip = {"n": 1000, "d": 16, "kind": "hnsw", "why": "over --hnsw-max"}
+    r = summarise({"bandwidth": {"read_gb_s": 10.0}, "cells": [cell(100), cell(1000)],
+                   "skipped": [{"n": 1000, "d": 8, "kind": "hnsw", "why": "over --hnsw-max"}, skip]})
+    assert r["skipped"] == [skip]  # (1000, 8) was measured after all; (1000, 16) was not
+    assert r["growth"][0]["index_bytes"]["exponent"] == pytest.approx(1.0)
