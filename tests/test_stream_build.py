@@ -127,3 +127,8 @@ def test_synthetic_corpus_is_seeded_and_checks_n(tmp_path):
     for bad in (0, -5, 2.5):
         with pytest.raises(RagError, match="--n must be a positive whole number"):
             write_synthetic_corpus(tmp_path / "c", bad)
+
+
+def test_a_chunk_below_one_is_refused(synth, cli):
+    result = cli(["index", "build", "--corpus", synth, "--encoder", ENCODER, "--dim", 32, "--stream", "--chunk", 0])
+    assert result.exit_code == 1 and "--chunk must be a positive whole number of passages, got 0" in result.output
