@@ -20,6 +20,7 @@ them in RAM instead: the same recall, with 4·d more RAM bytes per vector.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -75,6 +76,38 @@ def rerank(base: np.ndarray, queries: np.ndarray, cand: np.ndarray, k: int) -> n
     return np.take_along_axis(cand, top, 1)
 
 
+def drop_from_page_cache(path: Path) -> None:
+    """Ask the kernel to forget the file's cached pages (clean pages not mapped by anyone; Linux)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def rerank_cost(path: Path, queries: np.ndarray, depth: int = 200, repeats: int = 3, seed: int = 0) -> dict:
+    """Milliseconds per query to re-rank `depth` scattered candidates from the float file, from the page cache
+    (warm) and after dropping the file from it (cold: every candidate is a read from the disk), best of `repeats`.
+    What a rerank adds when the floats do not fit in RAM."""
+    n = np.load(path, mmap_mode="r").shape[0]
+    cand = np.random.default_rng(seed).integers(0, n, (len(queries), depth))
+    warm, cold = [], []
+    for _ in range(repeats):
+        base = np.load(path, mmap_mode="r")
+        rerank(base, queries, cand, K)  # reads them into the page cache
+        start = time.perf_counter()
+        rerank(base, queries, cand, K)
+        warm.append(time.perf_counter() - start)
+        del base  # a mapped page is not dropped
+        drop_from_page_cache(path)
+        start = time.perf_counter()
+        rerank(np.load(path, mmap_mode="r"), queries, cand, K)
+        cold.append(time.perf_counter() - start)
+    per_query = 1000 / len(queries)
+    return {"depth": depth, "queries": len(queries), "warm_ms_per_query": min(warm) * per_query,
+            "cold_ms_per_query": min(cold) * per_query}
+
+
 def coarse_ceiling(quantizer, home: np.ndarray, queries: np.ndarray, nprobe: int) -> float:
     """Share of the true top-k whose list (home[q, j]) is among the nprobe lists probed for query q."""
     _, probed = quantizer.search(queries, nprobe)
@@ -85,8 +118,9 @@ def sweep_one(paths: dict, repeats: int = 2, fractions=NPROBE_FRACTIONS, reranks
               progress=None) -> dict:
     """Flat, the coarse ceiling and every (variant, nprobe, R) on one base; QPS is batch search on all threads."""
     faiss = import_faiss()
-    base = np.load(paths["base"], mmap_mode="r")
     queries, truth = np.load(paths["queries"]), np.load(paths["gt"])
+    cost = rerank_cost(Path(paths["base"]), queries)  # first: pages this process maps can't be dropped
+    base = np.load(paths["base"], mmap_mode="r")
     x = np.ascontiguousarray(base, dtype=np.float32)
     n, d = x.shape
     flat = faiss.IndexFlatIP(d)
@@ -95,6 +129,7 @@ def sweep_one(paths: dict, repeats: int = 2, fractions=NPROBE_FRACTIONS, reranks
     out = {"n": n, "d": d, "queries": len(queries), "threads": faiss.omp_get_max_threads(), "repeats": repeats,
            "flat": {"qps": len(queries) / flat_s, "recall_at_10": recall_at_k(rows, truth), "ram_bytes_per_vector": 4 * d}}
     del flat
+    out["rerank_cost"] = cost
     nlist = ivf_lists(n)
     rng = np.random.default_rng(seed)
     train = x[np.sort(rng.choice(n, min(n, TRAIN_PER_LIST * nlist), replace=False))]

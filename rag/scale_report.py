@@ -185,6 +185,10 @@ def pq_best_line(run: dict) -> str:
             f"({run['queries']} queries, {run['threads']} threads, best of {run['repeats']}); nlist {run['nlist']}, "
             f"coarse quantizer trained on {run['train_size']:,} vectors; cells are recall@10 / batch QPS (× flat); "
             f"a rerank reads {4 * run['d']} B/vector of floats from disk. ")
+    if run.get("rerank_cost"):
+        c = run["rerank_cost"]
+        line += (f"Re-ranking {c['depth']} scattered candidates costs {c['warm_ms_per_query']:.2f} ms/query from the "
+                 f"page cache, {c['cold_ms_per_query']:.2f} ms/query after the file is dropped from it. ")
     if not best:
         return line + "No setting reaches recall@10 0.9."
     return line + (f"Fastest at recall@10 ≥ 0.9: {best['variant']}, nprobe {best['nprobe']}, "

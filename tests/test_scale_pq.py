@@ -74,3 +74,14 @@ def test_both_sources_side_by_side_written_as_it_goes(pool, tmp_path):
     assert not list((tmp_path / "work").glob("*.npy"))
     md = pq_markdown(r)
     assert md.count("| variant |") == 2 and "(real)" in md and "(synthetic)" in md
+
+
+def test_rerank_cost_reads_the_candidates_warm_and_after_dropping_the_file_from_the_page_cache(tmp_path):
+    from rag.scale_pq import rerank_cost
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "base.npy"
+    np.save(path, rng.standard_normal((20_000, 64)).astype(np.float32))
+    cost = rerank_cost(path, rng.standard_normal((10, 64)).astype(np.float32), depth=50, repeats=1)
+    assert cost["depth"] == 50 and cost["queries"] == 10
+    assert cost["warm_ms_per_query"] > 0 and cost["cold_ms_per_query"] > 0
