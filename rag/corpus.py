@@ -11,11 +11,12 @@ import hashlib
 import json
 import random
 import re
+import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from rag.config import BUILTIN_CORPUS_DIR, RagError, data_dir
+from rag.config import BUILTIN_CORPUS_DIR, RagError, RagWarning, data_dir
 from rag.ingest import FORMATS, Block, Unreadable, parse_markdown, read_document, scan_folder
 from rag.limits import cap_passages
 
@@ -345,21 +346,28 @@ def load_queries_file(path: str | Path) -> list[Query]:
     return [Query(id=str(r["_id"]), text=r["text"], metadata=r.get("metadata") or {}) for r in rows]
 
 
+QRELS_LINE = re.compile(r"([^\t]+)\t([^\t]+)\t(-?\d+(?:\.\d*)?)(?:\t.*)?")  # query-id, corpus-id, score
+
+
 def load_qrels_file(path: str | Path) -> dict[str, dict[str, int]]:
-    """BEIR qrels TSV (query-id, corpus-id, score; a header line is optional)."""
+    """BEIR qrels TSV (query-id, corpus-id, score; header optional); malformed lines are counted in one warning."""
     path = Path(path)
     if not path.exists():
         raise RagError(f"qrels file not found: {path}")
     qrels: dict[str, dict[str, int]] = {}
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        parts = line.strip().split("\t")
-        if len(parts) < 3 or parts[0] == "query-id":
-            continue
-        try:
-            score = int(float(parts[2]))
-        except ValueError:
-            continue
-        qrels.setdefault(parts[0], {})[parts[1]] = score
+    bad: list[int] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        row = QRELS_LINE.fullmatch(line.strip())
+        if row is None and line.strip() and not line.startswith("query-id"):
+            bad.append(number)
+        elif row is not None:
+            qrels.setdefault(row[1], {})[row[2]] = int(float(row[3]))
+    if bad:
+        what = f"qrels file {path}: {len(bad)} malformed line(s), the first is line {bad[0]}; each line needs " \
+               "query-id<TAB>corpus-id<TAB>score"
+        if not qrels:
+            raise RagError(what)
+        warnings.warn(what + " (skipped)", RagWarning, stacklevel=2)
     return qrels
 
 

@@ -79,3 +79,16 @@ def test_query_set_without_qrels_is_a_clear_error():
         clean_qrels({"other": {"d1": 1}}, query_ids=["q1"], doc_ids=["d1"])
     with pytest.raises(RagError, match="no qrels"):
         ir_metrics({}, RUN)
+
+
+def test_malformed_qrels_lines_are_counted_in_one_warning_and_an_all_bad_file_is_an_error(tmp_path):
+    from rag.config import RagWarning
+    from rag.corpus import load_qrels_file
+
+    path = tmp_path / "qrels.tsv"
+    path.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\nq2\t\t1\nq3\td3\tx\nq4\td4\t2.0\n")
+    with pytest.warns(RagWarning, match=r"3 malformed line\(s\), the first is line 3"):
+        assert load_qrels_file(path) == {"q1": {"d1": 1}, "q4": {"d4": 2}}
+    path.write_text("q1 d1 1\nq2,d2,1\n")
+    with pytest.raises(RagError, match="2 malformed line.*query-id<TAB>corpus-id<TAB>score"):
+        load_qrels_file(path)
