@@ -250,3 +250,16 @@ def test_another_query_set_over_the_same_corpus(tmp_path, data_dir):
     assert result.exit_code == 0, result.output
     data = json.loads((out / "results.json").read_text())
     assert data["data"]["queries"] == len(wanted) and data["data"]["passages"] == 5183
+
+
+def test_json_output_is_every_row_and_the_files(tmp_path, data_dir):
+    out = tmp_path / "out"
+    result = invoke("--quick", "--dims", "32", "--reduce", "pca", "--index", "flat", "--retriever", "dense",
+                    "--timed-queries", "5", "--json", "--out", out)
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    with open(out / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(printed["rows"]) == len(rows) >= 2  # d=32 and the full-width reference
+    assert {(r["dim"], r["index"]) for r in printed["rows"]} == {(int(r["dim"]), r["index"]) for r in rows}
+    assert printed["files"]["results.csv"] == str(out / "results.csv") and printed["notes"]

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from rag.commands.common import console, handle_errors, progress_bars, safe
+from rag.commands.common import console, err_console, handle_errors, print_json, progress_bars, safe
 from rag.commands.options import FusionOpt, choices_help
 from rag.index import INDEX_KINDS
 from rag.retrieve import RETRIEVERS
@@ -71,15 +71,16 @@ def retrieval(
     timed_queries: int = typer.Option(100, help="single queries timed for the latency percentiles"),
     out: Path = typer.Option(..., help="folder for results.csv, results.json, report.md and the plots"),
     overwrite: bool = typer.Option(False, help="replace the files in a non-empty --out"),
+    as_json: bool = typer.Option(False, "--json", help="print every row, the notes and the files written as JSON"),
 ) -> None:
     """Retrieval quality, latency and index size against embedding dimension d."""
     _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries, qrels, quick, hybrid_weight,
-         fusion, timed_queries, out, overwrite)
+         fusion, timed_queries, out, overwrite, as_json)
 
 
 @handle_errors
 def _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries, qrels, quick, hybrid_weight,
-         fusion, timed_queries, out, overwrite) -> None:
+         fusion, timed_queries, out, overwrite, as_json=False) -> None:
     from rag.evaluate import DEFAULT_DIMS, DEFAULT_ENCODERS, DEFAULT_REDUCERS, QUICK, GridSpec, check_spec, \
         run_retrieval_grid
     from rag.report import write_report
@@ -95,7 +96,7 @@ def _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries,
     check_spec(spec)  # every name checked before anything heavy happens
     note = prepare_out_dir(out, overwrite)
     if note:
-        console.print(f"[yellow]{note}[/yellow]")
+        (err_console if as_json else console).print(f"[yellow]{safe(note)}[/yellow]")
     with progress_bars() as bars:
         def progress(what: str, done: int, total: int) -> None:  # one bar for the grid, one per other stage
             bars("grid" if what.split(" ")[0] in spec.encoders or what == "done" else what, done, total)
@@ -103,7 +104,11 @@ def _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries,
         result = run_retrieval_grid(spec, progress=progress)
     paths = write_report(result, out)
     (out / INCOMPLETE).unlink(missing_ok=True)
-    _print_summary(console, result, paths)
+    if as_json:
+        print_json({"out": str(out), "files": {name: str(p) for name, p in paths.items()}, "rows": result["rows"],
+                    "notes": result["notes"], "elapsed_s": result["elapsed_s"]})
+    else:
+        _print_summary(console, result, paths)
 
 
 def _print_summary(console, result: dict, paths: dict) -> None:
