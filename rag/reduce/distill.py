@@ -5,9 +5,9 @@ Training queries are the corpus's own pseudo-queries (rag.reduce.pseudo) plus th
 each one the teacher is the softmax, at a low temperature, of its full-width cosine with every candidate
 document; the student is the same softmax over the reduced vectors (learned temperature); the loss is the KL
 divergence between the two, so the top neighbours dominate. The map starts from PCA and is trained with Adam
-on the CPU within a time budget and at most MAX_STEPS steps. A fifth of the pseudo-queries is held out: every few steps the map is scored
-by how much of the full-width top 10 it keeps on them, and the best map is kept. If no map beats PCA on that
-score, the fit falls back to PCA and says so in `info["fell_back"]`.
+on the CPU within a time budget and at most MAX_STEPS steps. A fifth of the pseudo-queries is held out: every
+few steps the map is scored by how much of the full-width top 10 it keeps on them, and the best map is kept. If
+no map beats PCA on that score, the fit falls back to PCA and says so in `info["fell_back"]`.
 """
 from __future__ import annotations
 
