@@ -8,6 +8,9 @@ Kinds (all inner product on L2-normalised vectors, i.e. cosine):
   sq8       8-bit scalar quantisation, d bytes per vector
   binary    1 bit per coordinate (d/8 bytes); Hamming candidates rescored with the float query
   opq-pq    OPQ rotation + product quantisation, exhaustive search: about d/4 bytes per vector
+  ivf-pq-rerank  inverted lists + 4-bit fast-scan PQ (one dimension per sub-quantiser: d/2 bytes per vector in
+            RAM), its top 200 candidates reranked exactly against the float vectors, a memory-mapped vectors.npy
+            beside index.faiss (4·d more bytes per vector on disk / in the page cache)
 
 Placement (`placement()`, decided once per process):
   cuda-faiss  faiss sees a GPU: flat/ivf/sq8 indexes move there with faiss.index_cpu_to_all_gpus
@@ -27,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.config import RagWarning, runtime_environment, valid_choice
+from rag.config import RagError, RagWarning, runtime_environment, valid_choice
 
 INDEX_KINDS: dict[str, str] = {
     "flat": "exact search, 4·d bytes per vector",
@@ -38,7 +41,13 @@ INDEX_KINDS: dict[str, str] = {
     "binary": "1 bit per coordinate (d/8 bytes); Hamming candidates rescored with the float query "
               "(pair it with --reduce itq or distill-itq for better bits)",
     "opq-pq": "OPQ rotation + product quantisation, exhaustive search, about d/4 bytes per vector",
+    "ivf-pq-rerank": "inverted lists + 4-bit fast-scan PQ, d/2 bytes per vector in RAM; its top 200 candidates "
+                     "reranked exactly against the float vectors, memory-mapped from disk (4·d more bytes per vector "
+                     "on disk)",
 }
+RERANK_KIND = "ivf-pq-rerank"
+RERANK_FILE = "vectors.npy"  # ivf-pq-rerank: the float vectors it reranks with, stored beside index.faiss
+RERANK_DEPTH = 200  # ivf-pq-rerank: candidates reranked per query (at least k)
 GPU_KINDS = ("flat", "ivf-flat", "ivf-pq", "sq8")  # kinds faiss can move to a GPU
 
 
@@ -96,16 +105,20 @@ def code_bytes(kind: str, d: int, n: int) -> int:
     tables (codebooks, rotations, centroids) are left out: on small corpora they outweigh the codes."""
     pq = pq_shape(d, n)
     per = {"flat": 4 * d, "ivf-flat": 4 * d + 8, "ivf-pq": math.ceil(pq[0] * pq[1] / 8) + 8, "hnsw": 4 * d + 8 * 32,
-           "sq8": d, "binary": math.ceil(d / 8), "opq-pq": math.ceil(pq[0] * pq[1] / 8)}
+           "sq8": d, "binary": math.ceil(d / 8), "opq-pq": math.ceil(pq[0] * pq[1] / 8),
+           RERANK_KIND: math.ceil(d / 2) + 8}  # its 4·d float bytes per vector stay on disk (SearchIndex.floats)
     return per[kind]
 
 
 class SearchIndex:
     """One FAISS index (or a torch matrix on CUDA) with a uniform search()."""
 
-    def __init__(self, kind: str, index, dim: int, device: str, binary_rescore: int = 0):
+    def __init__(self, kind: str, index, dim: int, device: str, binary_rescore: int = 0, floats=None,
+                 rerank_depth: int = RERANK_DEPTH):
         self.kind, self.index, self.dim, self.device = kind, index, dim, device
         self.binary_rescore = binary_rescore  # binary: how many Hamming candidates to rescore
+        self.floats = floats  # ivf-pq-rerank: the float vectors [n, d] (a memmap once read from disk)
+        self.rerank_depth = rerank_depth  # ivf-pq-rerank: how many candidates to rerank
         self._torch_matrix = None
         self._codes = None  # binary: the packed document codes, read once
 
@@ -118,6 +131,9 @@ class SearchIndex:
         k = min(k, len(self))
         if self.kind == "binary":
             return self._search_binary(queries, k)
+        if self.kind == RERANK_KIND:
+            _, cand = self.index.search(queries, min(len(self), max(k, self.rerank_depth)))
+            return rerank_exact(self.floats, queries, cand, k)
         if self._torch_matrix is not None:
             import torch
 
@@ -154,8 +170,19 @@ class SearchIndex:
         return faiss.serialize_index(index).tobytes()
 
     @property
+    def side_bytes(self) -> int:
+        """Bytes stored beside the FAISS index (ivf-pq-rerank's float vectors), 0 for other kinds."""
+        return 0 if self.floats is None else int(self.floats.nbytes)
+
+    @property
     def nbytes(self) -> int:
-        return len(self.serialize())
+        """Every stored byte: the serialised index and, for ivf-pq-rerank, its float vectors."""
+        return len(self.serialize()) + self.side_bytes
+
+    def write_side_files(self, folder: Path) -> None:
+        """Save what the kind keeps beside index.faiss in an index folder (ivf-pq-rerank: RERANK_FILE)."""
+        if self.floats is not None:
+            np.save(folder / RERANK_FILE, np.ascontiguousarray(self.floats, dtype=np.float32))
 
     def to_device(self, where: str | None = None) -> "SearchIndex":
         """Move to the GPU when one is present (faiss's own GPU wrappers, else a torch matrix for flat)."""
@@ -178,7 +205,28 @@ class SearchIndex:
         faiss = import_faiss()
         index = faiss.read_index_binary(str(path)) if kind == "binary" else faiss.read_index(str(path))
         set_search_params(kind, index)
-        return cls(kind, index, dim, "cpu", binary_rescore).to_device()
+        # ivf-pq-rerank: the floats stay on disk, paged in as candidates are reranked
+        floats = np.load(Path(path).parent / RERANK_FILE, mmap_mode="r") if kind == RERANK_KIND else None
+        return cls(kind, index, dim, "cpu", binary_rescore, floats=floats).to_device()
+
+
+def rerank_exact(floats, queries: np.ndarray, cand: np.ndarray, k: int, chunk: int = 256):
+    """(scores, rows): each query's top-k candidate rows by exact inner product with their float vectors (a memmap:
+    one sorted read of the distinct candidates per chunk of queries). Rows of -1 stay last, as faiss pads them."""
+    scores = np.full((len(queries), k), -np.finfo(np.float32).max, np.float32)
+    rows = np.full((len(queries), k), -1, np.int64)
+    for lo in range(0, len(queries), chunk):
+        c, q = cand[lo:lo + chunk], queries[lo:lo + chunk]
+        ids = np.where(c < 0, 0, c)
+        uniq = np.unique(ids)
+        vectors = np.asarray(floats[uniq], dtype=np.float32)
+        s = np.einsum("qrd,qd->qr", vectors[np.searchsorted(uniq, ids)], q)
+        s[c < 0] = -np.inf
+        top = np.argsort(-s, axis=1, kind="stable")[:, :k]
+        top_s, top_r = np.take_along_axis(s, top, 1), np.take_along_axis(c, top, 1)
+        found = top_r >= 0
+        scores[lo:lo + chunk][found], rows[lo:lo + chunk][found] = top_s[found], top_r[found]
+    return scores, rows
 
 
 def pack_bits(x: np.ndarray, padded_dim: int) -> np.ndarray:
@@ -213,7 +261,7 @@ def opq_pq(faiss, x: np.ndarray):
 
 
 def set_search_params(kind: str, index) -> None:
-    if kind in ("ivf-flat", "ivf-pq"):
+    if kind in ("ivf-flat", "ivf-pq", RERANK_KIND):
         index.nprobe = min(index.nlist, max(8, index.nlist // 8))
     elif kind == "hnsw":
         index.hnsw.efSearch = 128
@@ -222,7 +270,7 @@ def set_search_params(kind: str, index) -> None:
 MIN_POINTS_PER_CENTROID = 39  # what faiss's k-means asks for before it warns
 
 
-def few_training_points(index, n_train: int) -> None:
+def few_training_points(index, n_train: int, kind: str = "ivf-pq") -> None:
     """PQ codebooks of 2**bits centroids want 39 training points each. With fewer, faiss prints one warning per
     sub-quantizer (dozens of lines); say it once, with what to do, and let faiss train quietly."""
     centroids = 1 << index.pq.nbits
@@ -230,7 +278,7 @@ def few_training_points(index, n_train: int) -> None:
     if n_train >= wanted:
         return
     index.pq.cp.min_points_per_centroid = 1  # the warning only: training itself is unchanged
-    warnings.warn(f"ivf-pq on {n_train:,} vectors: its {centroids} centroids per sub-quantizer want {wanted:,} "
+    warnings.warn(f"{kind} on {n_train:,} vectors: its {centroids} centroids per sub-quantizer want {wanted:,} "
                   "training points; consider flat or hnsw for a corpus this small", RagWarning, stacklevel=3)
 
 
@@ -256,6 +304,11 @@ def build_index(vectors: np.ndarray, kind: str, seed: int = 0, train_size: int |
     elif kind == "ivf-pq":
         m, bits = pq_shape(d, size_for or n)
         index = faiss.IndexIVFPQ(faiss.IndexFlatIP(d), d, n_lists, m, bits, ip)
+    elif kind == RERANK_KIND:  # PQ{d}x4fs: one dimension per 4-bit sub-quantiser, scanned with SIMD
+        if size_for is not None:
+            raise RagError(f"--index {kind} keeps every float vector beside its codes, which a streaming build does "
+                           "not hold; build it without --stream, or use ivf-pq")
+        index = faiss.IndexIVFPQFastScan(faiss.IndexFlatIP(d), d, n_lists, d, 4, ip)
     elif kind == "hnsw":
         index = faiss.IndexHNSWFlat(d, 32, ip)
         index.hnsw.efConstruction = 80
@@ -274,9 +327,11 @@ def build_index(vectors: np.ndarray, kind: str, seed: int = 0, train_size: int |
         sample = x
         if train_size is not None and train_size < n:
             sample = x[np.sort(np.random.default_rng(seed).choice(n, train_size, replace=False))]
-        if kind == "ivf-pq":
-            few_training_points(index, len(sample))
+        if kind in ("ivf-pq", RERANK_KIND):
+            few_training_points(index, len(sample), kind)
+        if kind == RERANK_KIND and len(sample) < 16:  # k-means needs a point per 4-bit centroid: repeat them
+            sample = np.resize(sample, (16, d))
         index.train(sample)
     index.add(x)
     set_search_params(kind, index)
-    return SearchIndex(kind, index, d, "cpu").to_device()
+    return SearchIndex(kind, index, d, "cpu", floats=x if kind == RERANK_KIND else None).to_device()

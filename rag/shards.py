@@ -34,7 +34,7 @@ from rag.corpus import Corpus, Passage
 from rag.encoders import get_encoder
 from rag.encoders.base import document_text
 from rag.encoders.cache import cached_embeddings, embedding_cache_dir, fit_state, save_npy, with_state
-from rag.index import SearchIndex, build_index, import_faiss, ivf_lists, set_search_params
+from rag.index import RERANK_KIND, SearchIndex, build_index, import_faiss, ivf_lists, set_search_params
 from rag.reduce import Reducer, fit_for_corpus
 from rag.store import IndexMismatch, check_options, index_name, load_index_dir
 from rag.versions import IndexMissing, read_manifest, write_version
@@ -185,6 +185,9 @@ def build_sharded(corpus: Corpus, encoder_name: str = "minilm", dim: int | None 
                   reduce: str = "pca", shards: int = 2, address: str | None = None, actors: int | None = None) -> dict:
     """Encode with Ray Data, build `shards` FAISS shards with Ray tasks, store each atomically; returns a summary."""
     dim = check_options(encoder_name, dim, kind, reduce)
+    if kind == RERANK_KIND:
+        raise RagError(f"--index {kind} is not built in shards (its float vectors are not split with the codes); "
+                       "build it without --shards, or shard ivf-pq")
     if not isinstance(shards, int) or not 1 <= shards <= max(1, len(corpus.passages)):
         raise RagError(f"--shards must be from 1 to the number of passages ({len(corpus.passages)}), got {shards}")
     ray = connect(address)

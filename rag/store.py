@@ -1,6 +1,7 @@
 """The index store on disk: corpus → encoder → reducer → FAISS index → indexes/<corpus>/<name>/, and back.
 
-A stored index holds index.faiss, reducer.npz, encoder_state.npz (if the encoder has state, e.g. IDF weights),
+A stored index holds index.faiss (and, for ivf-pq-rerank, its float vectors in vectors.npy, memory-mapped when
+loaded), reducer.npz, encoder_state.npz (if the encoder has state, e.g. IDF weights),
 passages.jsonl (what search results show) and a sealed manifest.json (see rag.versions: versions, atomic swaps,
 locks). Loading refuses an index whose corpus content, encoder, d, reducer or kind differs from what is asked, and
 one whose manifest, files, FAISS shape, reducer width or passage count disagree with each other: every refusal
@@ -23,7 +24,7 @@ from rag.encoders import check_backend, check_encoder_name, encoder_spec, encode
 from rag.encoders.base import document_text
 from rag.encoders.probe import accept_backend, make_probe
 from rag.encoders.cache import cached_embeddings, embed_corpus, slug
-from rag.index import INDEX_KINDS, SearchIndex, build_index
+from rag.index import INDEX_KINDS, RERANK_FILE, RERANK_KIND, SearchIndex, build_index
 from rag.reduce import REDUCERS, Reducer, fit_for_corpus
 from rag.versions import (MANIFEST, IndexCorrupt, IndexMissing, build_lock, corrupt, prune_versions, read_manifest,
                           reading, remove_stale, verify_version, write_version)
@@ -62,7 +63,8 @@ def manifest_rebuild(manifest: dict) -> str:
 
 def check_manifest(path: Path, manifest: dict, rebuild: str) -> None:
     """Seal, file coverage, checksums and the type of every key that loading relies on; else IndexCorrupt."""
-    verify_version(path, manifest, rebuild, REQUIRED_FILES)
+    required = REQUIRED_FILES + ((RERANK_FILE,) if manifest.get("kind") == RERANK_KIND else ())
+    verify_version(path, manifest, rebuild, required)
     for key, kind in MANIFEST_TYPES.items():
         value = manifest.get(key)
         if not isinstance(value, kind) or isinstance(value, bool):
@@ -81,6 +83,10 @@ def check_loaded(path: Path, manifest: dict, loaded: "LoadedIndex", rebuild: str
         problems.append(f"the FAISS index has d={faiss_d}, the manifest says {dim}")
     if len(loaded.index) != n:
         problems.append(f"the FAISS index holds {len(loaded.index)} vectors, the manifest says {n}")
+    floats = loaded.index.floats
+    if manifest["kind"] == RERANK_KIND and (floats is None or floats.shape != (n, dim) or floats.dtype != np.float32):
+        problems.append(f"{RERANK_FILE} holds {getattr(floats, 'shape', None)} {getattr(floats, 'dtype', '')} "
+                        f"vectors, the manifest says ({n}, {dim}) float32")
     if len(loaded.passages) != n:
         problems.append(f"passages.jsonl holds {len(loaded.passages)} passages, the manifest says {n}")
     reducer = loaded.reducer
@@ -203,6 +209,7 @@ def encode_and_index(corpus: Corpus, encoder_name: str, dim: int, kind: str, red
 
     def write_files(folder: Path) -> None:
         (folder / "index.faiss").write_bytes(data)
+        index.write_side_files(folder)
         reducer.save(folder)
         np.savez(folder / "probe.npz", **make_probe([document_text(p) for p in corpus.passages], vectors))
         if state:
@@ -214,7 +221,8 @@ def encode_and_index(corpus: Corpus, encoder_name: str, dim: int, kind: str, red
     manifest = {
         "corpus": corpus.name, "corpus_safe_name": corpus.safe_name, "corpus_hash": corpus.content_hash,
         "encoder": encoder_name, "backend": backend, "dim": dim, "reduce": reduce, "kind": kind,
-        "metric": "inner_product", "vectors": len(index), "index_bytes": len(data), "bytes_per_vector": len(data) / max(1, len(index)),
+        "metric": "inner_product", "vectors": len(index), "index_bytes": len(data) + index.side_bytes,
+        "bytes_per_vector": (len(data) + index.side_bytes) / max(1, len(index)),
         "build_s": round(build_s, 4), "device": index.device, "rag_version": VERSION,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
