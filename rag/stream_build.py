@@ -32,7 +32,7 @@ from rag.corpus import NAMED_CORPORA, Passage, beir_passage, iter_jsonl, load_co
 from rag.encoders import check_backend, get_encoder
 from rag.encoders.base import document_text
 from rag.encoders.probe import make_probe
-from rag.index import build_index, import_faiss, ivf_lists, pack_bits, set_search_params
+from rag.index import RERANK_KIND, build_index, import_faiss, ivf_lists, pack_bits, set_search_params
 from rag.limits import cap_passages
 from rag.reduce import NEEDS_QUERIES, Reducer
 from rag.store import check_options, index_name, index_path
@@ -270,8 +270,12 @@ def probe_arrays(folder: Path, n: int, width: int) -> dict[str, np.ndarray]:
 
 # ---------------------------------------------------------------- the whole build
 
-def check_streamable(reduce: str, encoder=None) -> None:
-    """Refuse what needs the whole corpus in memory: pseudo-query reducers, encoders fitted on every passage."""
+def check_streamable(reduce: str, encoder=None, kind: str | None = None) -> None:
+    """Refuse, before anything is encoded, what needs the whole corpus in memory: pseudo-query reducers, encoders
+    fitted on every passage, and the index kind that keeps every float vector beside its codes."""
+    if kind == RERANK_KIND:
+        raise RagError(f"--index {kind} keeps every float vector beside its codes, which a streaming build does not "
+                       "hold (refused before encoding); use ivf-pq, or build without --stream")
     if reduce in NEEDS_QUERIES:
         raise RagError(f"--reduce {reduce} trains on pseudo-queries drawn from the whole corpus, which a streaming "
                        "build does not hold; use --reduce pca (or truncate, whiten, itq), or build without --stream")
@@ -289,7 +293,7 @@ def stream_build(corpus: str, encoder_name: str = "minilm", dim: int | None = No
     and the process's peak RSS. progress(stage, done, total) reports "encoding" and "adding to the index";
     stop_after=k raises BuildInterrupted after k chunks of this run (tests stand in for a kill with it)."""
     dim, backend = check_options(encoder_name, dim, kind, reduce), check_backend(encoder_name, backend)
-    check_streamable(reduce)
+    check_streamable(reduce, kind=kind)
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise RagError(f"--chunk must be a positive whole number of passages, got {chunk!r}")
     name, _ = corpus_source(corpus)

@@ -103,6 +103,8 @@ def test_encoders_and_reducers_that_need_the_whole_corpus_are_refused(synth):
         stream_build(str(synth), "smollm2-input", 32, "flat")
     with pytest.raises(RagError, match="--reduce distill trains on pseudo-queries"):
         stream_build(str(synth), ENCODER, 32, "flat", reduce="distill")
+    with pytest.raises(RagError, match="--index ivf-pq-rerank keeps every float vector.*refused before encoding"):
+        stream_build(str(synth), ENCODER, 32, "ivf-pq-rerank")
 
 
 def test_cli_streamed_build_then_search(synth, cli):
