@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from rag.config import atomic_write_text
-from rag.index import import_faiss, ivf_lists, pq_shape
+from rag.index import import_faiss, ivf_lists, pq_shape, rerank_exact
 from rag.scale import K, TRAIN_PER_LIST, prepare, real_pool
 
 NPROBE_FRACTIONS = (1 / 256, 1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4)  # of nlist; the project's ivf-pq probes nlist/8
@@ -65,15 +65,8 @@ def timed(fn, repeats: int):
 
 
 def rerank(base: np.ndarray, queries: np.ndarray, cand: np.ndarray, k: int) -> np.ndarray:
-    """The top-k of each query's candidate rows by exact inner product with their float vectors in `base` (a
-    memmap: one sorted read of the distinct candidates). Rows of -1 (fewer candidates than asked) stay last."""
-    ids = np.where(cand < 0, 0, cand)
-    uniq = np.unique(ids)
-    vectors = np.asarray(base[uniq], dtype=np.float32)
-    scores = np.einsum("qrd,qd->qr", vectors[np.searchsorted(uniq, ids)], queries)
-    scores[cand < 0] = -np.inf
-    top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-    return np.take_along_axis(cand, top, 1)
+    """The rows of rag.index.rerank_exact in one chunk (one sorted read of every query's distinct candidates)."""
+    return rerank_exact(base, queries, cand, k, chunk=max(1, len(queries)))[1]
 
 
 def drop_from_page_cache(path: Path) -> None:
