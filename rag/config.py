@@ -112,3 +112,31 @@ def percentile(values, q: float) -> float:
 
     values = np.asarray(values, dtype=float)
     return float(np.percentile(values, q)) if values.size else float("nan")
+
+
+def proc_status_mb(field: str) -> float | None:
+    """A memory field of /proc/self/status (VmRSS, VmHWM, ...) in MiB (Linux), or None."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def peak_rss_mb() -> float:
+    """This process's peak RSS in MiB. VmHWM, because it starts afresh at exec (and can be reset through
+    /proc/self/clear_refs); ru_maxrss would carry the peak of the parent that forked a spawned worker."""
+    hwm = proc_status_mb("VmHWM")
+    if hwm is not None:
+        return hwm
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def current_rss_mb() -> float:
+    """This process's resident set now, in MiB."""
+    rss = proc_status_mb("VmRSS")
+    return rss if rss is not None else peak_rss_mb()

@@ -93,6 +93,14 @@ def ivf_lists(n: int) -> int:
     return max(1, min(int(4 * math.sqrt(n)), n // 39))
 
 
+TRAIN_PER_LIST = 40  # at scale, IVF/PQ train on 40 vectors per list (faiss's minimum is 39), lists sized for all n
+
+
+def ivf_train_size(n: int) -> int:
+    """How many of n vectors an IVF kind trains on at scale (bench scale, Ray shards, the streaming build)."""
+    return min(n, TRAIN_PER_LIST * ivf_lists(n))
+
+
 def pq_shape(d: int, n: int) -> tuple[int, int]:
     """(m sub-quantisers, bits each): about 4 dimensions per sub-quantiser, fewer bits on tiny corpora."""
     m = max(k for k in range(1, d + 1) if d % k == 0 and k <= max(1, d // 4))

@@ -18,7 +18,6 @@ slopes of log(cost) against log(N); rag.scale_report draws them and does the on-
 from __future__ import annotations
 
 import json
-import resource
 import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -26,15 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.config import RagError, atomic_write_text, cache_dir, percentile
-from rag.index import build_index, import_faiss, ivf_lists
+from rag.config import RagError, atomic_write_text, cache_dir, current_rss_mb, peak_rss_mb, percentile
+from rag.index import build_index, import_faiss, ivf_train_size
 from rag.reduce import Reducer
 
 DEFAULT_NS = (10_000, 100_000, 1_000_000)
 DEFAULT_DIMS = (64, 128, 384)
 DEFAULT_KINDS = ("flat", "ivf-flat", "ivf-pq", "hnsw", "sq8", "binary")  # the issue's six (all in INDEX_KINDS)
 HNSW_MAX = 300_000  # hnsw builds above this take over 10 minutes on 2 cores (the issue allows stopping here)
-TRAIN_PER_LIST = 40  # IVF/PQ train on 40 vectors per list (faiss's minimum is 39); lists are sized for all N
 K = 10
 METRICS = ("build_s", "index_bytes", "peak_rss_mb", "p50_ms", "p95_ms", "batch_ms_per_query")
 
@@ -135,29 +133,6 @@ def prepare(work: Path, pool: np.ndarray, n: int, dims, n_queries: int, seed: in
 # ---------------------------------------------------------------- one cell
 
 
-def proc_status_mb(field: str) -> float | None:
-    """A memory field of /proc/self/status in MiB (Linux), or None."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
-def peak_rss_mb() -> float:
-    """This process's peak RSS. VmHWM, because it starts afresh at exec; ru_maxrss would carry the peak of the
-    parent that forked a spawned worker."""
-    hwm = proc_status_mb("VmHWM")
-    return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def current_rss_mb() -> float:
-    rss = proc_status_mb("VmRSS")
-    return rss if rss is not None else peak_rss_mb()
-
-
 def run_cell(paths: dict, kind: str, single: int = 30, single_budget_s: float = 10.0, seed: int = 0) -> dict:
     """Build one index over the base vectors and measure it (run in a fresh process for a per-cell peak RSS)."""
     faiss = import_faiss()
@@ -165,7 +140,7 @@ def run_cell(paths: dict, kind: str, single: int = 30, single_budget_s: float = 
     base = np.load(paths["base"])
     queries, truth = np.load(paths["queries"]), np.load(paths["gt"])
     n, d = base.shape
-    train = min(n, TRAIN_PER_LIST * ivf_lists(n)) if kind.startswith("ivf") else None
+    train = ivf_train_size(n) if kind.startswith("ivf") else None
     start = time.perf_counter()
     index = build_index(base, kind, seed=seed, train_size=train)
     build_s = time.perf_counter() - start

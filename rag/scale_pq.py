@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from rag.config import atomic_write_text
-from rag.index import import_faiss, ivf_lists, pq_shape, rerank_exact
-from rag.scale import K, TRAIN_PER_LIST, prepare, real_pool
+from rag.index import import_faiss, ivf_lists, ivf_train_size, pq_shape, rerank_exact
+from rag.scale import K, prepare, real_pool
 
 NPROBE_FRACTIONS = (1 / 256, 1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4)  # of nlist; the project's ivf-pq probes nlist/8
 RERANK = (K, 50, 100, 200, 500, 1000)  # candidates re-ranked with exact vectors; K means none
@@ -125,7 +125,7 @@ def sweep_one(paths: dict, repeats: int = 2, fractions=NPROBE_FRACTIONS, reranks
     out["rerank_cost"] = cost
     nlist = ivf_lists(n)
     rng = np.random.default_rng(seed)
-    train = x[np.sort(rng.choice(n, min(n, TRAIN_PER_LIST * nlist), replace=False))]
+    train = x[np.sort(rng.choice(n, ivf_train_size(n), replace=False))]
     quantizer = faiss.IndexFlatIP(d)
     coarse = faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT)  # trains the shared quantizer
     coarse.cp.seed = seed

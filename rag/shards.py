@@ -34,7 +34,7 @@ from rag.corpus import Corpus, Passage
 from rag.encoders import get_encoder
 from rag.encoders.base import document_text
 from rag.encoders.cache import cached_embeddings, embedding_cache_dir, fit_state, save_npy, with_state
-from rag.index import RERANK_KIND, SearchIndex, build_index, import_faiss, ivf_lists, set_search_params
+from rag.index import RERANK_KIND, SearchIndex, build_index, import_faiss, ivf_train_size, set_search_params
 from rag.reduce import Reducer, fit_for_corpus
 from rag.store import IndexMismatch, check_options, index_name, load_index_dir
 from rag.versions import IndexMissing, read_manifest, write_version
@@ -133,7 +133,7 @@ def train_template(vectors: np.ndarray, kind: str, seed: int = 0) -> bytes | Non
         return None
     faiss = import_faiss()
     n = len(vectors)
-    train = min(n, 40 * ivf_lists(n)) if kind.startswith("ivf") else None  # as rag bench scale trains
+    train = ivf_train_size(n) if kind.startswith("ivf") else None
     index = build_index(vectors, kind, seed=seed, train_size=train).index
     index.reset()  # keep the training, drop the vectors
     return faiss.serialize_index(index).tobytes()

@@ -27,12 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.config import VERSION, RagError, RagWarning, atomic_write_text, data_dir, index_dir
+from rag.config import VERSION, RagError, RagWarning, atomic_write_text, data_dir, index_dir, peak_rss_mb
 from rag.corpus import NAMED_CORPORA, Passage, beir_passage, iter_jsonl, load_corpus, safe_corpus_name
 from rag.encoders import check_backend, get_encoder
 from rag.encoders.base import document_text
 from rag.encoders.probe import make_probe
-from rag.index import RERANK_KIND, build_index, import_faiss, ivf_lists, pack_bits, set_search_params
+from rag.index import RERANK_KIND, build_index, import_faiss, ivf_train_size, pack_bits, set_search_params
 from rag.limits import cap_passages
 from rag.reduce import NEEDS_QUERIES, Reducer
 from rag.store import check_options, index_name, index_path
@@ -40,7 +40,6 @@ from rag.versions import build_lock, prune_versions, read_manifest, remove_stale
 
 CHUNK = 20_000  # passages per chunk: encoded, written to the memmap, recorded in progress.json
 FIT_SAMPLE = 50_000  # rows the reducer is fitted on (all of them below this)
-TRAIN_PER_LIST = 40  # IVF kinds train on 40 vectors per list (as rag bench scale and the Ray shards do)
 TRAIN_MAX = 200_000  # other trained kinds (sq8, opq-pq) train on at most this many rows
 SETTINGS = ("corpus", "encoder", "backend", "dim", "reduce", "kind")  # what a resumed build must share
 BUILD, VECTORS, PASSAGES, PROGRESS = ".stream-build", "vectors.f32", "passages.jsonl", "progress.json"
@@ -85,17 +84,6 @@ def count_lines(path: Path) -> int:
             lines += block.count(b"\n") - block.count(b"\n\n")
             last = block[-1:]
     return lines + (last != b"\n")
-
-
-def peak_rss_mb() -> float | None:
-    """This process's peak resident set (VmHWM), in MB; None where /proc is missing."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
 
 
 # ---------------------------------------------------------------- the work folder
@@ -233,7 +221,7 @@ def read_rows(folder: Path, n: int, width: int, pick: np.ndarray, chunk: int = C
 
 def train_size(kind: str, n: int) -> int:
     if kind in ("ivf-flat", "ivf-pq"):
-        return min(n, TRAIN_PER_LIST * ivf_lists(n))
+        return ivf_train_size(n)
     return min(n, TRAIN_MAX) if kind in ("sq8", "opq-pq") else 0
 
 

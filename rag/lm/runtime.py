@@ -5,7 +5,7 @@ import contextlib
 import os
 from dataclasses import dataclass
 
-from rag.config import RagError
+from rag.config import RagError, current_rss_mb, peak_rss_mb
 
 # Dense bf16 peaks (FLOP/s, no sparsity) of common GPUs, by a substring of the device name.
 GPU_BF16_PEAK = {"H200": 989e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12, "L4": 121e12,
@@ -136,11 +136,7 @@ def current_memory(device: str) -> int:
 
     if device == "cuda":
         return int(torch.cuda.memory_allocated())
-    with contextlib.suppress(OSError):
-        for line in open("/proc/self/status"):
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
+    return int(current_rss_mb() * 1024 * 1024)
 
 
 def peak_memory(device: str) -> int:
@@ -149,15 +145,7 @@ def peak_memory(device: str) -> int:
 
     if device == "cuda":
         return int(torch.cuda.max_memory_allocated())
-    try:
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return int(peak_rss_mb() * 1024 * 1024)
 
 
 def flops_peak(rt: Runtime) -> tuple[float, str]:
