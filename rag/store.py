@@ -200,8 +200,7 @@ def encode_and_index(corpus: Corpus, encoder_name: str, dim: int, kind: str, red
         raise RagError(f"encoder {encoder_name} produced NaN or infinite vectors for {corpus.name}; "
                        "check the encoder (a damaged checkpoint?) before building")
     reducer = fit_for_corpus(corpus, encoder_name, vectors, dim, reduce, state=state)  # distill: pseudo-queries
-    if reducer.dim != dim:
-        raise RagError(f"--reduce {reduce} keeps only {reducer.dim} dimensions of {encoder_name}; choose --dim {reducer.dim} or less")
+    check_reduced_width(reducer, dim, encoder_name)
     start = time.perf_counter()
     index = build_index(reducer.transform(vectors), kind)
     build_s = time.perf_counter() - start
@@ -227,6 +226,13 @@ def encode_and_index(corpus: Corpus, encoder_name: str, dim: int, kind: str, red
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     return write_files, manifest
+
+
+def check_reduced_width(reducer: Reducer, dim: int, encoder_name: str) -> None:
+    """A reducer that keeps fewer dimensions than asked (abtt near full width) is an error naming the widest d."""
+    if reducer.dim != dim:
+        raise RagError(f"--reduce {reducer.kind} keeps only {reducer.dim} dimensions of {encoder_name}; "
+                       f"choose --dim {reducer.dim} or less")
 
 
 def load_index(corpus: Corpus, encoder_name: str = "minilm", dim: int | None = None, kind: str = "flat",

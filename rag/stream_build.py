@@ -35,7 +35,7 @@ from rag.encoders.probe import make_probe
 from rag.index import RERANK_KIND, build_index, import_faiss, ivf_train_size, pack_bits, set_search_params
 from rag.limits import cap_passages
 from rag.reduce import NEEDS_QUERIES, Reducer
-from rag.store import check_options, index_name, index_path
+from rag.store import check_options, check_reduced_width, index_name, index_path
 from rag.versions import build_lock, prune_versions, read_manifest, remove_stale, write_version
 
 CHUNK = 20_000  # passages per chunk: encoded, written to the memmap, recorded in progress.json
@@ -300,9 +300,7 @@ def stream_build(corpus: str, encoder_name: str = "minilm", dim: int | None = No
             raise RagError(f"corpus {name} holds no passages")
         t = time.perf_counter()
         reducer = Reducer.fit(read_rows(folder, n, width, sample_rows(n, FIT_SAMPLE)), dim, reduce)
-        if reducer.dim != dim:
-            raise RagError(f"--reduce {reduce} keeps only {reducer.dim} dimensions of {encoder_name}; "
-                           f"choose --dim {reducer.dim} or less")
+        check_reduced_width(reducer, dim, encoder_name)
         fit_s, t = time.perf_counter() - t, time.perf_counter()
         index = index_stream(folder, n, width, reducer, kind, chunk, progress)
         index_s, t = time.perf_counter() - t, time.perf_counter()
