@@ -27,6 +27,7 @@ import numpy as np
 
 from rag.config import RagError, atomic_write_text, cache_dir, current_rss_mb, peak_rss_mb, percentile
 from rag.index import build_index, import_faiss, ivf_train_size
+from rag.metrics import ann_recall_at_k
 from rag.reduce import Reducer
 
 DEFAULT_NS = (10_000, 100_000, 1_000_000)
@@ -164,7 +165,7 @@ def run_cell(paths: dict, kind: str, single: int = 30, single_budget_s: float = 
     start = time.perf_counter()
     _, rows = index.search(queries, K)
     batch_s = time.perf_counter() - start
-    recall = float(np.mean([len(set(r) & set(t)) / K for r, t in zip(rows.tolist(), truth.tolist())]))
+    recall = ann_recall_at_k(rows, truth, K)
     peak = peak_rss_mb()
     tmp = Path(paths["base"]).with_suffix(f".{kind}.index")
     (faiss.write_index_binary if kind == "binary" else faiss.write_index)(index.index, str(tmp))

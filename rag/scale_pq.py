@@ -28,6 +28,7 @@ import numpy as np
 
 from rag.config import atomic_write_text
 from rag.index import import_faiss, ivf_lists, ivf_train_size, pq_shape, rerank_exact
+from rag.metrics import ann_recall_at_k
 from rag.scale import K, prepare, real_pool
 
 NPROBE_FRACTIONS = (1 / 256, 1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4)  # of nlist; the project's ivf-pq probes nlist/8
@@ -47,11 +48,6 @@ def pq_variants(d: int, n: int) -> dict[str, tuple[int, int, bool]]:
     if bits >= 4 and d != 2 * m:
         out[f"PQ{d}x4fs"] = (d, 4, True)
     return out
-
-
-def recall_at_k(rows: np.ndarray, truth: np.ndarray) -> float:
-    k = truth.shape[1]
-    return float(np.mean([len(set(r[:k]) & set(t)) / k for r, t in zip(rows.tolist(), truth.tolist())]))
 
 
 def timed(fn, repeats: int):
@@ -120,7 +116,7 @@ def sweep_one(paths: dict, repeats: int = 2, fractions=NPROBE_FRACTIONS, reranks
     flat.add(x)
     (_, rows), flat_s = timed(lambda: flat.search(queries, K), repeats)
     out = {"n": n, "d": d, "queries": len(queries), "threads": faiss.omp_get_max_threads(), "repeats": repeats,
-           "flat": {"qps": len(queries) / flat_s, "recall_at_10": recall_at_k(rows, truth), "ram_bytes_per_vector": 4 * d}}
+           "flat": {"qps": len(queries) / flat_s, "recall_at_10": ann_recall_at_k(rows, truth, K), "ram_bytes_per_vector": 4 * d}}
     del flat
     out["rerank_cost"] = cost
     nlist = ivf_lists(n)
@@ -157,7 +153,7 @@ def sweep_one(paths: dict, repeats: int = 2, fractions=NPROBE_FRACTIONS, reranks
                 rows, secs = timed(search, repeats)
                 qps = len(queries) / secs
                 out["rows"].append({"variant": name, "m": m, "bits": bits, "fast_scan": fast, "nprobe": nprobe,
-                                    "rerank": r if r > K else 0, "recall_at_10": recall_at_k(rows, truth),
+                                    "rerank": r if r > K else 0, "recall_at_10": ann_recall_at_k(rows, truth, K),
                                     "ceiling": out["ceiling"][str(nprobe)], "qps": qps,
                                     "qps_vs_flat": qps / out["flat"]["qps"], "build_s": build_s,
                                     "ram_bytes_per_vector": ram, "disk_bytes_per_vector": 4 * d if r > K else 0})
