@@ -6,7 +6,7 @@ export RAG_DATA_DIR ?= $(abspath ../shared/data)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test browser clean-indexes docker fuzz
+.PHONY: install demo test lint browser clean-indexes docker fuzz
 
 install: $(VENV)/.installed
 
@@ -35,8 +35,14 @@ browser:
 	  else echo "no apt-get: install chromium and chromedriver, else the browser tests are skipped"; fi; \
 	fi
 
+# Style is a tool's, not a reviewer's: ruff formats (120 columns) and lints (pyflakes, pycodestyle, isort, bugbear).
+# `make test` fails on either; run `.venv/bin/ruff format . && .venv/bin/ruff check --fix .` to mend.
+lint: install
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+
 # The tests also install the scale extra (Ray) so that the sharded-index tests run; the demo does not need it.
-test: install browser
+test: install browser lint
 	$(BIN)/pip install -q -e '.[scale]'
 	$(BIN)/python -m pytest -q
 
@@ -51,6 +57,6 @@ docker:
 # schema. Excluded: "valid data accepted" (a schema cannot say that dim must fit the chosen encoder's width).
 fuzz: install
 	@RAG_INDEX_DIR=$$(mktemp -d) $(BIN)/rag serve --port 8765 --log-level warning & pid=$$!; trap "kill $$pid" EXIT; \
-	$(BIN)/python -c "from rag.commands.serve import wait_healthy; wait_healthy('http://127.0.0.1:8765', None, 300)" && \
+	$(BIN)/python -c "from rag.bench.server_process import wait_healthy; wait_healthy('http://127.0.0.1:8765', None, 300)" && \
 	$(BIN)/st run http://127.0.0.1:8765/openapi.json --checks all --exclude-checks positive_data_acceptance \
 	  --max-examples 60 --workers 2 --request-timeout 120 -H "Host: localhost"

@@ -22,8 +22,8 @@ from rag.config import RagWarning, runtime_environment
 
 runtime_environment()  # before torch or faiss start their thread pools
 
-from rag.commands import advise, agent, bench, corpus, evaluate, index, lm, scale, search, serve
-from rag.commands.common import err_console, safe, warn
+from rag.commands import advise, agent, bench, corpus, evaluate, index, lm, scale, search, serve  # noqa: E402
+from rag.commands.common import err_console, safe, warn  # noqa: E402
 
 
 def one_line(exc: BaseException) -> str:
@@ -41,7 +41,9 @@ class RagGroup(TyperGroup):
         with warnings.catch_warnings():
             warnings.simplefilter("always", RagWarning)
             shown = warnings.showwarning
-            warnings.showwarning = lambda m, c, *a, **k: warn(str(m)) if issubclass(c, RagWarning) else shown(m, c, *a, **k)
+            warnings.showwarning = lambda m, c, *a, **k: (
+                warn(str(m)) if issubclass(c, RagWarning) else shown(m, c, *a, **k)
+            )
             try:
                 return super().invoke(ctx)
             except (typer.Exit, typer.Abort, ClickException, SystemExit):
@@ -49,8 +51,11 @@ class RagGroup(TyperGroup):
             except Exception as exc:  # noqa: BLE001 - the last line of defence
                 if debug:
                     err_console.print(safe(traceback.format_exc()), highlight=False, soft_wrap=True)
-                err_console.print(f"[bold red]error:[/] {safe(one_line(exc))} (run with --debug for the traceback)",
-                                  highlight=False, soft_wrap=True)
+                err_console.print(
+                    f"[bold red]error:[/] {safe(one_line(exc))} (run with --debug for the traceback)",
+                    highlight=False,
+                    soft_wrap=True,
+                )
                 raise typer.Exit(1) from None
 
 
@@ -68,6 +73,7 @@ app = typer.Typer(
 def main(debug: bool = typer.Option(False, "--debug", help="On an unexpected error, print the full traceback.")):
     """Agentic RAG at any embedding dimension d: corpora, encoders, FAISS indexes, an agent, and the d studies."""
 
+
 app.command("ask")(agent.ask)
 app.command("advise")(advise.advise)
 app.command("search")(search.search)
@@ -82,7 +88,9 @@ eval_app.command("retrieval")(evaluate.retrieval)
 eval_app.command("agent")(agent.eval_agent)
 app.add_typer(eval_app, name="eval")
 
-bench_app = typer.Typer(help="Benchmarks: commands that print figures and ratios measured side by side.", no_args_is_help=True)
+bench_app = typer.Typer(
+    help="Benchmarks: commands that print figures and ratios measured side by side.", no_args_is_help=True
+)
 bench_app.command("search")(bench.bench_search)
 bench_app.command("serve")(serve.bench_serve)
 bench_app.command("scale")(scale.bench_scale)

@@ -5,7 +5,8 @@ The Python API (rag.api: open_retriever, ask, as_langchain_retriever) is importe
 `import rag` stays light.
 """
 
-from rag.config import VERSION as __version__
+from rag.config import VERSION as __version__  # noqa: F401  (rag.__version__)
+
 __all__ = ["open_retriever", "ask", "as_langchain_retriever"]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from rag.agent.settings import DEFAULT_AGENT, AgentSettings
 from rag.config import check_question
 from rag.retrieve import Hit, RetrievalSettings
 from rag.retrieve import open_retriever as pooled_retriever
@@ -31,8 +32,9 @@ class Searcher:
 
     def search(self, query: str, k: int | None = None, where: str | None = None) -> list[Hit]:
         """The top-k hits (each with .passage and .score; .as_dict() for JSON). where: e.g. 'source=docs/**/*.md'."""
-        settings = replace(self.settings, k=self.settings.k if k is None else k,
-                           where=self.settings.where if where is None else where).validated()
+        settings = replace(
+            self.settings, k=self.settings.k if k is None else k, where=self.settings.where if where is None else where
+        ).validated()
         return pooled_retriever(settings).search(check_question(query))
 
     @property
@@ -48,21 +50,24 @@ def open_retriever(corpus: str = "builtin", **settings) -> Searcher:
     """A Searcher over a corpus (builtin, scifact, hotpotqa, squad, a folder or a BEIR folder); the index is loaded
     now, and built first if it is missing."""
     searcher = Searcher(RetrievalSettings(corpus=str(corpus), **settings))
-    searcher.retriever  # open (or build) now, so that errors surface here and the first search is fast
+    _ = searcher.retriever  # open (or build) now, so that errors surface here and the first search is fast
     return searcher
 
 
-def ask(question: str, corpus: str = "builtin", *, llm: str = "extractive", max_steps: int = 4, **settings) -> dict:
+def ask(
+    question: str,
+    corpus: str = "builtin",
+    *,
+    llm: str = DEFAULT_AGENT.llm,
+    max_steps: int = DEFAULT_AGENT.max_steps,
+    **settings,
+) -> dict:
     """Answer with the agent: the same dict as `rag ask --json` ({question, answer, citations, steps, timings, ...})."""
     from rag.agent import run_agent
-    from rag.agent.llm import check_llm
-    from rag.config import RagError
 
-    check_llm(llm)
-    if not isinstance(max_steps, int) or max_steps < 1:
-        raise RagError(f"max_steps must be at least 1 (got {max_steps!r})")
+    agent = AgentSettings(llm=llm, max_steps=max_steps).validated()
     validated = RetrievalSettings(corpus=str(corpus), **settings).validated()
-    return run_agent(check_question(question), validated, llm=llm, max_steps=max_steps)
+    return run_agent(check_question(question), validated, agent)
 
 
 def as_langchain_retriever(corpus: str = "builtin", search_kwargs: dict | None = None, **settings):

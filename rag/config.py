@@ -59,15 +59,22 @@ def cache_dir() -> Path:
     return path
 
 
+def bm25_cache_dir(key: str = "") -> Path:
+    """Where BM25 indexes are cached, one folder per corpus content hash (rag.retrieve.bm25 writes them)."""
+    root = cache_dir() / "bm25"
+    return root / key if key else root
+
+
 def check_question(question: str | None) -> str:
     """The question, stripped. Empty, over-long or not-UTF-8 questions are refused with one line (CLI and HTTP alike)."""
     if question is None or not question.strip():
-        raise RagError("the question is empty; ask something, e.g. rag ask \"What does d control?\"")
+        raise RagError('the question is empty; ask something, e.g. rag ask "What does d control?"')
     try:
         question.encode("utf-8")
     except UnicodeEncodeError:
-        raise RagError("the question is not valid UTF-8 (it holds a lone surrogate or undecodable bytes); "
-                       "send plain UTF-8 text") from None
+        raise RagError(
+            "the question is not valid UTF-8 (it holds a lone surrogate or undecodable bytes); send plain UTF-8 text"
+        ) from None
     question = question.strip()
     if len(question) > MAX_QUESTION_CHARS:
         raise RagError(f"the question has {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}")

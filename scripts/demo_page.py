@@ -22,12 +22,22 @@ from urllib.parse import quote
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rag.commands.serve import free_port, start_server_process, stop_server_process, wait_healthy  # noqa: E402
+from rag.bench.server_process import free_port, start_server_process, stop_server_process, wait_healthy  # noqa: E402
 
 QUESTION = "What does the embedding dimension control, and how many parameters does a 50k x 768 table have?"
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-         "--window-size=1280,900", "--hide-scrollbars")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1280,900",
+    "--hide-scrollbars",
+)
 
 
 def chromium(profile: Path):
@@ -55,8 +65,9 @@ def first_step(driver, url: str) -> dict:
     driver.get("about:blank")
     driver.get(f"{url}/?q={quote(QUESTION)}&run=1#ask")
     wait(driver, "return ['done', 'error'].includes(document.body.dataset.askState)")
-    times = driver.execute_script("return {...window.demoTimes, answer: performance.now(),"
-                                  " state: document.body.dataset.askState}")
+    times = driver.execute_script(
+        "return {...window.demoTimes, answer: performance.now(), state: document.body.dataset.askState}"
+    )
     if times["state"] != "done":
         raise RuntimeError(driver.find_element("id", "ask-status").text)
     return times
@@ -103,11 +114,15 @@ def main() -> None:
         driver = chromium(tmp / "profile")
         runs = [first_step(driver, url) for _ in range(args.runs)]
         for i, r in enumerate(runs, 1):
-            print(f"run {i}: /config read {r['config']:.0f} ms, first step {r['firstStep']:.0f} ms, "
-                  f"answer {r['answer']:.0f} ms (from navigation start)")
+            print(
+                f"run {i}: /config read {r['config']:.0f} ms, first step {r['firstStep']:.0f} ms, "
+                f"answer {r['answer']:.0f} ms (from navigation start)"
+            )
         steps = [r["firstStep"] for r in runs]
-        print(f"page load to first streamed step: first load {steps[0]:.0f} ms; median of {len(steps)} "
-              f"{statistics.median(steps):.0f} ms (min {min(steps):.0f}, max {max(steps):.0f})")
+        print(
+            f"page load to first streamed step: first load {steps[0]:.0f} ms; median of {len(steps)} "
+            f"{statistics.median(steps):.0f} ms (min {min(steps):.0f}, max {max(steps):.0f})"
+        )
         if args.shots:
             screenshots(driver, url, args.shots)
     finally:

@@ -18,7 +18,11 @@ for r in rows:
     has = r["key_phrase"].lower() in result["answer"].lower()
     cites = r["passage"] in [c["id"] for c in result["citations"]]
     phrase, cited, both = phrase + has, cited + cites, both + (has and cites)
-    print(f"{r['_id']} key phrase {'yes' if has else 'no '} · cites {r['passage']}: {'yes' if cites else 'no '} | "
-          f"{result['answer'][:160]}")
-print(f"{len(rows)} questions: key phrase {phrase}/{len(rows)}, right passage cited {cited}/{len(rows)}, "
-      f"both {both}/{len(rows)} ({time.time() - t0:.0f} s)")
+    print(
+        f"{r['_id']} key phrase {'yes' if has else 'no '} · cites {r['passage']}: {'yes' if cites else 'no '} | "
+        f"{result['answer'][:160]}"
+    )
+print(
+    f"{len(rows)} questions: key phrase {phrase}/{len(rows)}, right passage cited {cited}/{len(rows)}, "
+    f"both {both}/{len(rows)} ({time.time() - t0:.0f} s)"
+)

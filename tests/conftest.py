@@ -47,7 +47,8 @@ def data_dir() -> Path:
 @pytest.fixture(scope="session")
 def scifact_small(data_dir):
     """A real SciFact subset: 20 judged queries, their relevant abstracts and 120 others."""
-    from rag.corpus import load_corpus, subset
+    from rag.data.corpus import load_corpus
+    from rag.data.judgments import subset
 
     return subset(load_corpus("scifact"), n_queries=20, n_extra_docs=120, seed=0)
 

@@ -67,8 +67,10 @@ def pdf_bytes(pages: list[str]) -> bytes:
         stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
         objects.append(f"<< /Length {len(stream)} >>\nstream\n{stream.decode()}\nendstream")
         content = len(objects)
-        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {content} 0 R "
-                       "/Resources << /Font << /F1 3 0 R >> >> >>")
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {content} 0 R "
+            "/Resources << /Font << /F1 3 0 R >> >> >>"
+        )
         kids.append(f"{len(objects)} 0 R")
     objects[1] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(kids)} >>"
     out, offsets = io.BytesIO(), []

@@ -24,8 +24,13 @@ def inprocess_server(index_dir):
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         app = create_app(**{"warm": [DEFAULT_WARM], **options})
-        config = uvicorn.Config(app, log_level="warning", http=protocol_with_timeout(header_timeout),
-                                timeout_keep_alive=keep_alive, h11_max_incomplete_event_size=16 * 1024)
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            http=protocol_with_timeout(header_timeout),
+            timeout_keep_alive=keep_alive,
+            h11_max_incomplete_event_size=16 * 1024,
+        )
         server = uvicorn.Server(config)
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()

@@ -33,15 +33,18 @@ def test_ask_streams_steps_and_prints_a_cited_answer():
     assert "38,400,000" in out and "[1]" in out
 
 
-@pytest.mark.parametrize("args, message", [
-    (["ask", "What is d?", "--max-steps", "0"], "--max-steps must be at least 1"),
-    (["ask", "What is d?", "--max-steps", "-3"], "--max-steps must be at least 1"),
-    (["ask", ""], "empty"),
-    (["ask", "What is d?", "--corpus", "nope"], "corpus"),
-    (["ask", "What is d?", "--llm", "gpt-9", "--retriever", "bm25"], "unknown llm"),
-    (["eval", "agent", "--dataset", "nq", "--out", "x"], "unknown dataset"),
-    (["eval", "agent", "--dataset", "hotpotqa", "--limit", "0", "--out", "x"], "--limit"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["ask", "What is d?", "--max-steps", "0"], "--max-steps must be at least 1"),
+        (["ask", "What is d?", "--max-steps", "-3"], "--max-steps must be at least 1"),
+        (["ask", ""], "empty"),
+        (["ask", "What is d?", "--corpus", "nope"], "corpus"),
+        (["ask", "What is d?", "--llm", "gpt-9", "--retriever", "bm25"], "unknown llm"),
+        (["eval", "agent", "--dataset", "nq", "--out", "x"], "unknown dataset"),
+        (["eval", "agent", "--dataset", "hotpotqa", "--limit", "0", "--out", "x"], "--limit"),
+    ],
+)
 def test_bad_input_exits_non_zero_with_one_line(args, message):
     result = invoke(*args)
     assert result.exit_code != 0
@@ -65,13 +68,33 @@ def test_eval_agent_writes_results(tmp_path, data_dir):
 
 def test_eval_agent_reads_queries_and_qrels_files(tmp_path, data_dir):
     queries = tmp_path / "q.jsonl"
-    queries.write_text(json.dumps({"_id": "q1", "text": "Were Scott Derrickson and Ed Wood of the same nationality?",
-                                   "metadata": {"answer": "yes"}}) + "\n")
+    queries.write_text(
+        json.dumps(
+            {
+                "_id": "q1",
+                "text": "Were Scott Derrickson and Ed Wood of the same nationality?",
+                "metadata": {"answer": "yes"},
+            }
+        )
+        + "\n"
+    )
     qrels = tmp_path / "qrels.tsv"
     qrels.write_text("query-id\tcorpus-id\tscore\nq1\tEd Wood\t1\nq1\tScott Derrickson\t1\n")
     out = tmp_path / "agent"
-    result = invoke("eval", "agent", "--dataset", "hotpotqa", "--queries", queries, "--qrels", qrels,
-                    "--retriever", "bm25", "--out", out)
+    result = invoke(
+        "eval",
+        "agent",
+        "--dataset",
+        "hotpotqa",
+        "--queries",
+        queries,
+        "--qrels",
+        qrels,
+        "--retriever",
+        "bm25",
+        "--out",
+        out,
+    )
     assert result.exit_code == 0, result.output
     data = json.loads((out / "results.json").read_text())
     assert data["n_queries"] == 1

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from serve_helpers import inprocess_server  # noqa: F401  (a fixture)
 
 from rag.agent.injection import detector, lexical, normalize, screen_passages
 from rag.agent.injection_fit import corpus_sentences
-from serve_helpers import inprocess_server  # noqa: F401  (a fixture)
 
 SETS = Path(__file__).parent / "data" / "injection"
 
@@ -40,8 +40,11 @@ def test_normalize_maps_look_alikes_and_drops_invisible_characters():
 
 
 def test_screen_removes_only_the_flagged_sentences_and_names_the_passage():
-    text = ("The embedding dimension d sets the width of every token vector. " + ISSUE_ATTACKS[1] +
-            " Larger d costs memory linearly.")
+    text = (
+        "The embedding dimension d sets the width of every token vector. "
+        + ISSUE_ATTACKS[1]
+        + " Larger d costs memory linearly."
+    )
     passages = [{"n": 1, "id": "doc#0", "title": "Embeddings", "text": text}]
     clean, warnings, flagged = screen_passages(passages)
     assert flagged == ["doc#0"] and "doc#0" in warnings[0] and "Embeddings" in warnings[0]
@@ -56,8 +59,10 @@ def test_detector_rates_on_held_out_variants_and_corpus_sentences():
     """TPR on variants not used to fit the classifier or pick the thresholds; FPR on 150 real corpus sentences
     (the half of the passages never used for training or the dev split)."""
     det = detector()
-    rates = {name: sum(any(det.flags(v)) for v in variants(name)) / len(variants(name))
-             for name in ("heldout.txt", "fresh.txt", "fresh2.txt")}
+    rates = {
+        name: sum(any(det.flags(v)) for v in variants(name)) / len(variants(name))
+        for name in ("heldout.txt", "fresh.txt", "fresh2.txt")
+    }
     assert len(variants("heldout.txt")) >= 40 and len(variants("fresh2.txt")) >= 39
     benign = benign_sentences(50)
     assert len(benign) >= 100
@@ -73,10 +78,11 @@ def test_planted_instructions_never_reach_an_answer_over_http(inprocess_server, 
     for i, attack in enumerate(ISSUE_ATTACKS):
         (folder / f"doc{i}.md").write_text(
             f"# Embedding dimension {i}\n\nThe embedding dimension controls the width of each token vector. "
-            f"{attack} A wider embedding dimension costs more memory per token.\n", encoding="utf-8")
+            f"{attack} A wider embedding dimension costs more memory per token.\n",
+            encoding="utf-8",
+        )
     url = inprocess_server(corpora=[f"planted={folder}"], build_missing=True, warm=[])
-    body = {"question": "What does the embedding dimension control?", "corpus": "planted", "k": 4,
-            "retriever": "bm25"}
+    body = {"question": "What does the embedding dimension control?", "corpus": "planted", "k": 4, "retriever": "bm25"}
     response = httpx.post(url + "/ask", json=body, timeout=120)
     assert response.status_code == 200, response.text
     result = response.json()

@@ -8,11 +8,25 @@ import re
 import pytest
 
 from rag.agent.llm import ExtractiveBackend
-from rag.agent.nodes import (FIRST_TIER, KEEP_OVERLAP, KEEP_OVERLAP_TOP, MAX_CONTEXT, AgentContext, after_hop, analyze,
-                             answer, grade, hop, ranked_ids, retrieve, rewrite, route)
+from rag.agent.nodes import (
+    FIRST_TIER,
+    KEEP_OVERLAP,
+    KEEP_OVERLAP_TOP,
+    MAX_CONTEXT,
+    AgentContext,
+    after_hop,
+    analyze,
+    answer,
+    grade,
+    hop,
+    ranked_ids,
+    retrieve,
+    rewrite,
+    route,
+)
 from rag.agent.planner import HOP_FROM
 from rag.agent.tools import title_linker
-from rag.corpus import Passage
+from rag.data.corpus import Passage
 
 MULTI_PART = "What does the embedding dimension control, and how many parameters does a 50k×768 table have?"
 BRIDGE_QID = "5a8c7595554299585d9e36b6"  # Kiss and Tell → Shirley Temple → Chief of Protocol
@@ -32,7 +46,7 @@ def builtin_ctx(tmp_path_factory) -> AgentContext:
 @pytest.fixture(scope="module")
 def hotpot_ctx(data_dir):
     """BM25 over a real HotpotQA subset that holds a bridge question's gold pair; (ctx, question, gold ids)."""
-    from rag.corpus import Corpus, load_corpus
+    from rag.data.corpus import Corpus, load_corpus
     from rag.retrieve import RetrievalSettings, Retriever
 
     full = load_corpus("hotpotqa")
@@ -49,8 +63,12 @@ def run_nodes(ctx: AgentContext, question: str, *nodes) -> dict:
     state = {"question": question, "steps": [], "warnings": []}
     for node in nodes:
         update = node(state, ctx)
-        state = {**state, **update, "steps": state["steps"] + update.get("steps", []),
-                 "warnings": state["warnings"] + update.get("warnings", [])}
+        state = {
+            **state,
+            **update,
+            "steps": state["steps"] + update.get("steps", []),
+            "warnings": state["warnings"] + update.get("warnings", []),
+        }
     return state
 
 
@@ -63,18 +81,26 @@ def test_analyze_plans_parts_calculator_and_searches(builtin_ctx):
     step = update["steps"][0]
     assert step["node"] == "analyze" and step["queries"] == [p["query"] for p in update["pending"]]
 
-    linked = analyze({"question": "Was Shirley Temple an actress in Kiss and Tell?"},
-                     AgentContext(builtin_ctx.retriever, builtin_ctx.backend,
-                                  linker=_linker(["Shirley Temple", "Kiss and Tell"])))
-    assert linked["lookups"] == [{"source": "titles named in the question", "ids": ["Shirley Temple", "Kiss and Tell"],
-                                  "tier": 1}]
+    linked = analyze(
+        {"question": "Was Shirley Temple an actress in Kiss and Tell?"},
+        AgentContext(builtin_ctx.retriever, builtin_ctx.backend, linker=_linker(["Shirley Temple", "Kiss and Tell"])),
+    )
+    assert linked["lookups"] == [
+        {"source": "titles named in the question", "ids": ["Shirley Temple", "Kiss and Tell"], "tier": 1}
+    ]
 
 
 def test_retrieve_searches_pending_queries_and_tiers_the_lists(builtin_ctx):
     query = "How many bytes per parameter does fp16 use?"
     lookup_id = builtin_ctx.retriever.corpus.passages[0].id
-    state = {"question": query, "pending": [{"query": query, "tier": 0}], "round": 0, "found": {}, "lists": [],
-             "lookups": [{"source": "test lookup", "ids": [lookup_id], "tier": 1}]}
+    state = {
+        "question": query,
+        "pending": [{"query": query, "tier": 0}],
+        "round": 0,
+        "found": {},
+        "lists": [],
+        "lookups": [{"source": "test lookup", "ids": [lookup_id], "tier": 1}],
+    }
     update = retrieve(state, builtin_ctx)
     expected = [h.passage.id for h in builtin_ctx.retriever.search(query, builtin_ctx.k)]
     assert len(expected) == builtin_ctx.k
@@ -84,7 +110,9 @@ def test_retrieve_searches_pending_queries_and_tiers_the_lists(builtin_ctx):
     assert update["lists"][2]["tier"] == 1 and update["lists"][2]["ids"] == [lookup_id]
     assert any("fp16" in builtin_ctx.retriever.corpus.passage_by_id[i].text for i in expected[:3])
     found = update["found"]
-    assert found[expected[0]]["via"] == "search" and found[expected[0]]["rank"] == 0 and found[expected[0]]["round"] == 1
+    assert (
+        found[expected[0]]["via"] == "search" and found[expected[0]]["rank"] == 0 and found[expected[0]]["round"] == 1
+    )
     if lookup_id not in expected:  # a lookup adds its passage with score 0 unless a search found it first
         assert found[lookup_id]["via"] == "lookup" and found[lookup_id]["hit"].score == 0.0
     assert update["last_round"] == list(found) and update["steps"][0]["new"] == len(found)
@@ -102,13 +130,21 @@ def test_grade_keeps_overlapping_passages_and_flags_planted_text(builtin_ctx):
         "looked-up": ("nothing in common", 0, "lookup"),  # a lookup is kept whatever its overlap
     }
     for pid, (text, rank, via) in extra.items():
-        state["found"][pid] = {"hit": Hit(Passage(pid, "Notes", text, "t"), 0.1), "round": 1, "rank": rank,
-                               "query": "alpha beta gamma delta epsilon", "via": via, "kept": None}
+        state["found"][pid] = {
+            "hit": Hit(Passage(pid, "Notes", text, "t"), 0.1),
+            "round": 1,
+            "rank": rank,
+            "query": "alpha beta gamma delta epsilon",
+            "via": via,
+            "kept": None,
+        }
     state["last_round"] = real + list(extra)
     update = grade(state, builtin_ctx)
     found = update["found"]
     for i in real:
-        rule = found[i]["overlap"] >= KEEP_OVERLAP or (found[i]["rank"] == 0 and found[i]["overlap"] >= KEEP_OVERLAP_TOP)
+        rule = found[i]["overlap"] >= KEEP_OVERLAP or (
+            found[i]["rank"] == 0 and found[i]["overlap"] >= KEEP_OVERLAP_TOP
+        )
         assert found[i]["kept"] == rule, (i, found[i]["overlap"], found[i]["rank"])
     kept = [i for i in real if found[i]["kept"]]
     assert kept and any("fp16" in found[i]["hit"].passage.text for i in kept)
@@ -132,8 +168,13 @@ def test_route_rewrites_hops_or_answers(builtin_ctx):
     assert route(state(kept=True, rnd=1), builtin_ctx) == "answer"
     assert route(state(kept=True, rnd=1, plan_hop=True), builtin_ctx) == "hop"
     assert route(state(kept=True, rnd=2, plan_hop=True, hop_no=2), builtin_ctx) == "answer"
-    earlier = {"found": {"a": {"kept": True}, "b": {"kept": False}}, "last_round": ["b"], "round": 2,
-               "plan_hop": False, "hop": 1}
+    earlier = {
+        "found": {"a": {"kept": True}, "b": {"kept": False}},
+        "last_round": ["b"],
+        "round": 2,
+        "plan_hop": False,
+        "hop": 1,
+    }
     assert route(earlier, builtin_ctx) == "answer"  # something kept in an earlier round: no rewrite
 
 
@@ -165,7 +206,9 @@ def test_hop_builds_the_second_hop_from_first_hop_findings(hotpot_ctx):
         assert p["query"].startswith(question) and title.lower() in p["query"].lower()
     assert update["lookups"] and all(lk["tier"] == 1 for lk in update["lookups"])
     for lk in update["lookups"]:  # titles named in a passage lead elsewhere, never back to the passage itself
-        source = next(i for i in best_kept if lk["source"] == f"titles named in {state['found'][i]['hit'].passage.title}")
+        source = next(
+            i for i in best_kept if lk["source"] == f"titles named in {state['found'][i]['hit'].passage.title}"
+        )
         assert lk["ids"] and source not in lk["ids"]
     second = run_nodes(ctx, question, lambda s, c: {**state, **update, "steps": [], "warnings": []}, retrieve, grade)
     assert gold <= set(ranked_ids(second)[:10])  # the second hop brings the bridge paragraph into the top 10
@@ -185,8 +228,11 @@ def test_answer_cites_kept_passages_and_keeps_calculator_figures(builtin_ctx):
     assert update["citations"] and {c["id"] for c in update["citations"]} <= set(context)
     markers = [int(n) for n in dict.fromkeys(re.findall(r"\[(\d+)\]", update["answer"]))]
     assert markers == [c["n"] for c in update["citations"]] == list(range(1, len(markers) + 1))  # order of appearance
-    assert update["steps"][0] == {"node": "answer", "backend": "extractive",
-                                  "citations": [c["id"] for c in update["citations"]]}
+    assert update["steps"][0] == {
+        "node": "answer",
+        "backend": "extractive",
+        "citations": [c["id"] for c in update["citations"]],
+    }
 
     class Vague:  # a backend whose answer leaves out the calculator's figures
         name, can_judge = "vague", False

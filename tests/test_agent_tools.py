@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from rag.agent.tools import (TitleLinker, adam_training_bytes, attention_flops_per_token, calculate, embedding_params,
-                             fmt_bytes, mlp_flops_per_token, param_bytes, sqrt_heuristic)
-from rag.corpus import Passage
+from rag.agent.tools import (
+    TitleLinker,
+    adam_training_bytes,
+    attention_flops_per_token,
+    calculate,
+    embedding_params,
+    fmt_bytes,
+    mlp_flops_per_token,
+    param_bytes,
+    sqrt_heuristic,
+)
+from rag.data.corpus import Passage
 
 
 def test_exact_sizes_of_a_50k_by_768_table():
@@ -25,14 +34,17 @@ def test_heuristic_and_flops():
     assert mlp_flops_per_token(768) == 16 * 768 * 768
 
 
-@pytest.mark.parametrize("question, kind, key, value", [
-    ("How many parameters does a 50k×768 table have?", "params", "params", 38_400_000),
-    ("how much memory does a 128k×4096 table take in fp16?", "bytes", "bytes_fp16", 1_048_576_000),
-    ("How much memory does a 50,000 x 768 embedding table take in fp16?", "bytes", "bytes_fp16", 76_800_000),
-    ("Training memory with Adam for a 50000 by 768 table?", "training_memory", "bytes", 614_400_000),
-    ("What d does the 1.5·√V rule give for V = 10,000?", "sqrt_heuristic", "d", 150.0),
-    ("attention and MLP FLOPs per token for d = 512 and T = 128", "flops", "mlp_flops", 16 * 512 * 512),
-])
+@pytest.mark.parametrize(
+    "question, kind, key, value",
+    [
+        ("How many parameters does a 50k×768 table have?", "params", "params", 38_400_000),
+        ("how much memory does a 128k×4096 table take in fp16?", "bytes", "bytes_fp16", 1_048_576_000),
+        ("How much memory does a 50,000 x 768 embedding table take in fp16?", "bytes", "bytes_fp16", 76_800_000),
+        ("Training memory with Adam for a 50000 by 768 table?", "training_memory", "bytes", 614_400_000),
+        ("What d does the 1.5·√V rule give for V = 10,000?", "sqrt_heuristic", "d", 150.0),
+        ("attention and MLP FLOPs per token for d = 512 and T = 128", "flops", "mlp_flops", 16 * 512 * 512),
+    ],
+)
 def test_calculator_parses_questions(question, kind, key, value):
     result = calculate(question)
     assert result is not None and result.kind == kind
@@ -48,9 +60,11 @@ def test_calculator_answers_in_words_and_ignores_other_questions():
 
 
 def test_title_linker_follows_mentions():
-    passages = [Passage("Shirley Temple", "Shirley Temple", "An actress.", "t"),
-                Passage("Kiss and Tell (1945 film)", "Kiss and Tell (1945 film)", "A film.", "t"),
-                Passage("x", "Kiss and Tell (play)", "A play.", "t")]
+    passages = [
+        Passage("Shirley Temple", "Shirley Temple", "An actress.", "t"),
+        Passage("Kiss and Tell (1945 film)", "Kiss and Tell (1945 film)", "A film.", "t"),
+        Passage("x", "Kiss and Tell (play)", "A play.", "t"),
+    ]
     linker = TitleLinker(passages)
     text = "Kiss and Tell is a 1945 comedy starring 17-year-old Shirley Temple as Corliss Archer."
     assert linker.mentions(text) == ["Kiss and Tell (1945 film)", "x", "Shirley Temple"]

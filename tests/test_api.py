@@ -14,8 +14,10 @@ import rag
 from rag.config import RagError
 
 REPO = Path(__file__).resolve().parent.parent
-BRACKETS = ("Install with pip install httpx[http2] today. See [link](https://example.org) for more. "
-            "The flags [x] and [/b] stay as written, as does the note [1].")
+BRACKETS = (
+    "Install with pip install httpx[http2] today. See [link](https://example.org) for more. "
+    "The flags [x] and [/b] stay as written, as does the note [1]."
+)
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +44,10 @@ def test_faithful_display_of_brackets_in_search_show_and_ask(cli, folder):
         assert result.exit_code == 0, (name, result.output)
         for text in wanted:
             assert text in result.output, (name, text, result.output)
-    for question, texts in (("Which flags stay as written?", ["[x] and [/b]", "note [1]. [1]"]),
-                            ("How do I install httpx with http2?", ["httpx[http2]", "Brackets [x] doc"])):
+    for question, texts in (
+        ("Which flags stay as written?", ["[x] and [/b]", "note [1]. [1]"]),
+        ("How do I install httpx with http2?", ["httpx[http2]", "Brackets [x] doc"]),
+    ):
         result = cli(["ask", question, "--corpus", folder, "--retriever", "bm25"])
         assert result.exit_code == 0, result.output
         for text in texts:  # the answer, its citation marker and the cited title, as written
@@ -70,8 +74,9 @@ def test_dense_filter_over_fetches_until_k_remain(cli, folder):
     docs = rag.open_retriever(folder, retriever="dense", dim=32)
     hits = docs.search("flywheel energy", k=3, where="source=docs/**")
     assert len(hits) == 3 and all(h.passage.source.startswith("docs/") for h in hits)
-    result = cli(["search", "flywheel energy", "--corpus", folder, "--dim", 32, "-k", 2, "--where", "source=docs/**",
-                  "--json"])
+    result = cli(
+        ["search", "flywheel energy", "--corpus", folder, "--dim", 32, "-k", 2, "--where", "source=docs/**", "--json"]
+    )
     assert result.exit_code == 0, result.output
     assert [p["source"][:5] for p in json.loads(result.stdout)["passages"]] == ["docs/", "docs/"]
     bad = cli(["search", "x", "--corpus", folder, "--where", "source"])
@@ -80,8 +85,21 @@ def test_dense_filter_over_fetches_until_k_remain(cli, folder):
 
 def test_ask_returns_what_rag_ask_json_prints(cli, folder):
     result = rag.ask("What does a flywheel store?", corpus=folder, retriever="bm25", where="source=notes/**")
-    printed = json.loads(cli(["ask", "What does a flywheel store?", "--corpus", folder, "--retriever", "bm25",
-                              "--where", "source=notes/**", "--json"]).stdout)
+    printed = json.loads(
+        cli(
+            [
+                "ask",
+                "What does a flywheel store?",
+                "--corpus",
+                folder,
+                "--retriever",
+                "bm25",
+                "--where",
+                "source=notes/**",
+                "--json",
+            ]
+        ).stdout
+    )
     assert result.keys() == printed.keys() and result["answer"] == printed["answer"]
     assert result["citations"] and all(c["id"].startswith("notes/") for c in result["citations"])
     with pytest.raises(RagError, match="max_steps"):
@@ -100,7 +118,9 @@ def test_import_rag_stays_light():
     import subprocess
     import sys
 
-    code = "import sys, rag; print(sorted(m for m in ('torch', 'faiss', 'langchain_core', 'rag.api') if m in sys.modules))"
+    code = (
+        "import sys, rag; print(sorted(m for m in ('torch', 'faiss', 'langchain_core', 'rag.api') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "[]"
 
@@ -140,8 +160,9 @@ class TestRagLangChainRetriever(RetrieversIntegrationTests):
 def test_extractive_answers_leave_out_code_markup_and_logs(tmp_path):
     (tmp_path / "server.md").write_text(
         "# Server\n\n## Startup\n\nThe server listens on port 8000 after startup.\n\n"
-        "```text\nINFO: Application startup complete.\n```\n\n<div><details markdown=\"1\">More</details></div>\n\n"
-        "INFO: Uvicorn running on http://127.0.0.1:8000\n\nThe port can be changed with --port.\n")
+        '```text\nINFO: Application startup complete.\n```\n\n<div><details markdown="1">More</details></div>\n\n'
+        "INFO: Uvicorn running on http://127.0.0.1:8000\n\nThe port can be changed with --port.\n"
+    )
     result = rag.ask("Which port does the server listen on after startup?", corpus=tmp_path, retriever="bm25")
     assert "port 8000" in result["answer"]
     for debris in ("```", "<div", "INFO:", "Uvicorn", "</details>"):

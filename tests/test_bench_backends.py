@@ -7,7 +7,7 @@ import pytest
 
 @pytest.mark.slow
 def test_quality_and_encode_speed_per_backend(scifact_small):
-    from rag.bench import bench_corpus_encode, bench_quality
+    from rag.bench.search import bench_corpus_encode, bench_quality
 
     q = bench_quality(scifact_small)
     by = {(r["documents"], r["queries"]): r for r in q["rows"]}
@@ -18,8 +18,15 @@ def test_quality_and_encode_speed_per_backend(scifact_small):
     assert 0.97 < by[("int8", "onnx-int8")]["document_cosine_to_torch"] < 0.99999
 
     e = bench_corpus_encode(scifact_small, n_docs=24, chunks=2)
-    assert e["documents"] == 24 and set(e["docs_per_s"]) == {"plain sentence-transformers", "torch", "onnx", "onnx-int8"}
-    assert all(rate > 0 for rate in e["docs_per_s"].values()) and e["ratio_to_plain"]["plain sentence-transformers"] == 1.0
+    assert e["documents"] == 24 and set(e["docs_per_s"]) == {
+        "plain sentence-transformers",
+        "torch",
+        "onnx",
+        "onnx-int8",
+    }
+    assert (
+        all(rate > 0 for rate in e["docs_per_s"].values()) and e["ratio_to_plain"]["plain sentence-transformers"] == 1.0
+    )
 
 
 def test_bench_search_refuses_zero_counts(cli):

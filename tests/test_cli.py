@@ -3,7 +3,6 @@
 import json
 
 import pytest
-
 from conftest import write_beir
 
 
@@ -33,8 +32,23 @@ def test_ivf_pq_at_d128_is_built_listed_and_used_by_search(cli, scifact_folder, 
     assert json.loads(info.stdout)["checksums"] == "ok"
 
     query = scifact_small.queries[0]
-    result = cli(["search", query.text, "--corpus", scifact_folder, "--dim", 128, "--index", "ivf-pq",
-                  "--retriever", "dense", "-k", 10, "--json"])
+    result = cli(
+        [
+            "search",
+            query.text,
+            "--corpus",
+            scifact_folder,
+            "--dim",
+            128,
+            "--index",
+            "ivf-pq",
+            "--retriever",
+            "dense",
+            "-k",
+            10,
+            "--json",
+        ]
+    )
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["index"] == "ivf-pq" and out["dim"] == 128 and len(out["passages"]) == 10
@@ -48,18 +62,21 @@ def test_search_builds_a_missing_index_and_prints_sources(cli, scifact_folder):
     assert "1." in result.output and "score" in result.output
 
 
-@pytest.mark.parametrize("args, message", [
-    (["search", "   "], "question is empty"),
-    (["search", "q", "--corpus", "wikipedia"], "valid names: builtin, scifact, hotpotqa, squad"),
-    (["search", "q", "--encoder", "bert"], "valid encoders: minilm, smollm2-input"),
-    (["search", "q", "--index", "lsh"], "valid index kinds: flat, ivf-flat, ivf-pq, hnsw, sq8, binary"),
-    (["search", "q", "--reduce", "umap"], "valid reducers: pca, truncate, whiten"),
-    (["search", "q", "--retriever", "splade"], "valid retrievers: dense, bm25, hybrid"),
-    (["search", "q", "--dim", 0], "choose 1..384"),
-    (["search", "q", "--dim", 999], "choose 1..384"),
-    (["index", "build", "--dim", -3], "choose 1..384"),
-    (["index", "info", "nothing-here"], "no index named"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["search", "   "], "question is empty"),
+        (["search", "q", "--corpus", "wikipedia"], "valid names: builtin, scifact, hotpotqa, squad"),
+        (["search", "q", "--encoder", "bert"], "valid encoders: minilm, smollm2-input"),
+        (["search", "q", "--index", "lsh"], "valid index kinds: flat, ivf-flat, ivf-pq, hnsw, sq8, binary"),
+        (["search", "q", "--reduce", "umap"], "valid reducers: pca, truncate, whiten"),
+        (["search", "q", "--retriever", "splade"], "valid retrievers: dense, bm25, hybrid"),
+        (["search", "q", "--dim", 0], "choose 1..384"),
+        (["search", "q", "--dim", 999], "choose 1..384"),
+        (["index", "build", "--dim", -3], "choose 1..384"),
+        (["index", "info", "nothing-here"], "no index named"),
+    ],
+)
 def test_bad_input_gives_a_one_line_error(cli, args, message):
     result = cli(args)
     assert result.exit_code == 1
@@ -70,15 +87,19 @@ def test_bad_input_gives_a_one_line_error(cli, args, message):
 def test_over_long_question_is_refused_as_over_http(cli, scifact_folder):
     result = cli(["search", "protein " * 2000, "--corpus", scifact_folder, "--retriever", "bm25", "--json"])
     assert result.exit_code == 1
-    assert "the question has 15,999 characters; the limit is 8,000" in result.output and "Traceback" not in result.output
+    assert (
+        "the question has 15,999 characters; the limit is 8,000" in result.output and "Traceback" not in result.output
+    )
 
 
 def test_rag_help_imports_neither_torch_nor_faiss():
     import subprocess
     import sys
 
-    code = "import sys; from typer.testing import CliRunner; from cli import app; " \
-           "r = CliRunner().invoke(app, ['--help']); assert r.exit_code == 0; print('torch' in sys.modules or 'faiss' in sys.modules)"
+    code = (
+        "import sys; from typer.testing import CliRunner; from cli import app; "
+        "r = CliRunner().invoke(app, ['--help']); assert r.exit_code == 0; print('torch' in sys.modules or 'faiss' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

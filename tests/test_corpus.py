@@ -1,7 +1,9 @@
 """Corpus loading: the built-in corpus, BEIR and SQuAD from RAG_DATA_DIR, folders, chunking, bad bytes."""
 
 from rag.config import BUILTIN_CORPUS_DIR
-from rag.corpus import chunk_markdown, load_corpus, safe_corpus_name, subset
+from rag.data.chunking import chunk_markdown
+from rag.data.corpus import load_corpus, safe_corpus_name
+from rag.data.judgments import subset
 
 
 def test_builtin_corpus_has_30_documents_chunked_with_stable_ids():

@@ -12,11 +12,11 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-
 from conftest import wait_until
 from serve_helpers import inprocess_server  # noqa: F401  (a fixture)
-from rag.commands.serve import free_port, start_server_process, stop_server_process, wait_healthy
-from rag.report import write_csv
+
+from rag.bench.server_process import free_port, start_server_process, stop_server_process, wait_healthy
+from rag.studies.report import write_csv
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -30,8 +30,10 @@ pytestmark = pytest.mark.slow
 
 def need_browser() -> None:
     if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
-        pytest.skip("chromium and chromedriver are not installed (apt-get install chromium chromium-driver; "
-                    "make test does it where apt-get is available)")
+        pytest.skip(
+            "chromium and chromedriver are not installed (apt-get install chromium chromium-driver; "
+            "make test does it where apt-get is available)"
+        )
     try:
         import selenium  # noqa: F401
     except ImportError:
@@ -45,16 +47,39 @@ def browser_or_skip(tmp: Path):
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--window-size=1400,1000", f"--user-data-dir={tmp / 'profile'}"):
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        f"--user-data-dir={tmp / 'profile'}",
+    ):
         options.add_argument(flag)
     return webdriver.Chrome(service=Service(DRIVER), options=options)
 
 
 def write_study(folder: Path) -> Path:
-    rows = [{"dataset": "scifact", "encoder": "minilm", "reduce": "pca", "dim": d, "index": "flat", "retriever": "dense",
-             "device": "cpu", "ndcg@10": q, "bytes_per_vector": 4.0 * d, "index_bytes": 4 * d * 5183} for d, q in STUDY]
+    rows = [
+        {
+            "dataset": "scifact",
+            "encoder": "minilm",
+            "reduce": "pca",
+            "dim": d,
+            "index": "flat",
+            "retriever": "dense",
+            "device": "cpu",
+            "ndcg@10": q,
+            "bytes_per_vector": 4.0 * d,
+            "index_bytes": 4 * d * 5183,
+        }
+        for d, q in STUDY
+    ]
     rows.append({**rows[1], "index": "ivf-pq", "ndcg@10": 0.47, "bytes_per_vector": 16.0})
     folder.mkdir(parents=True)
     write_csv(rows, folder / "results.csv")
@@ -72,8 +97,12 @@ def site(tmp_path_factory):
     (corpus / "plain.txt").write_text("Gears mesh with other gears.\n\nFlywheels store rotational energy.\n")
     write_study(root / "study" / "tiny")
     port, log = free_port(), root / "server.log"
-    proc = start_server_process(port, log, ["--build-missing", "--corpus", f"hostile={corpus}"],
-                                env={"RAG_INDEX_DIR": str(root / "indexes"), "RAG_STUDY_DIR": str(root / "study")})
+    proc = start_server_process(
+        port,
+        log,
+        ["--build-missing", "--corpus", f"hostile={corpus}"],
+        env={"RAG_INDEX_DIR": str(root / "indexes"), "RAG_STUDY_DIR": str(root / "study")},
+    )
     url = f"http://127.0.0.1:{port}"
     driver = None
     try:
@@ -112,15 +141,23 @@ def test_page_is_served_offline_and_open(site):
     assert "http://" not in page.text and "https://" not in page.text  # nothing from a CDN
     for asset in ("app.js", "style.css", "vendor/vega.min.js", "vendor/vega-lite.min.js", "vendor/vega-embed.min.js"):
         assert httpx.get(f"{site['url']}/static/{asset}").status_code == 200, asset
-    for sneaky in ("/static/../demo.py", "/static/%2e%2e/demo.py", "/static/..%2fpolicy.py", "/static/vendor/../../app.py"):
+    for sneaky in (
+        "/static/../demo.py",
+        "/static/%2e%2e/demo.py",
+        "/static/..%2fpolicy.py",
+        "/static/vendor/../../app.py",
+    ):
         response = httpx.get(site["url"] + sneaky)
         assert response.status_code == 404 and "import" not in response.text, sneaky
 
 
 def test_ask_streams_steps_then_the_cited_answer(site):
     driver = open_page(site, f"/?q={quote(QUESTION)}&run=1#ask")
-    wait_until(lambda: driver.execute_script("return document.body.dataset.askState === 'done'"), 180,
-               "the streamed answer (status: %s)" % driver.execute_script("return document.body.dataset.askState"))
+    wait_until(
+        lambda: driver.execute_script("return document.body.dataset.askState === 'done'"),
+        180,
+        "the streamed answer (status: %s)" % driver.execute_script("return document.body.dataset.askState"),
+    )
     nodes = [li.get_attribute("data-node") for li in by_css(driver, "#ask-steps li")]
     assert nodes[0] == "analyze" and "retrieve" in nodes and "grade" in nodes and nodes[-1] == "answer", nodes
     times = driver.execute_script("return window.demoTimes")
@@ -133,7 +170,10 @@ def test_ask_streams_steps_then_the_cited_answer(site):
         text = target[0].find_element("css selector", ".text").text
         meta = target[0].find_element("css selector", ".meta").text
         assert len(text) > 40 and "score" in meta and ".md" in meta  # passage text and its source file
-    assert "50k" in driver.find_element("id", "ask-answer").text or "38,400,000" in driver.find_element("id", "ask-answer").text
+    assert (
+        "50k" in driver.find_element("id", "ask-answer").text
+        or "38,400,000" in driver.find_element("id", "ask-answer").text
+    )
     out = Path(os.environ.get("RAG_DEMO_TIMES", site["root"] / "first_step.json"))
     out.write_text(json.dumps({"first_step_ms": round(times["firstStep"]), "config_ms": round(times["config"])}))
     print(f"\npage load to first streamed step: {times['firstStep']:.0f} ms (config read at {times['config']:.0f} ms)")
@@ -145,10 +185,16 @@ def test_side_by_side_marks_overlap_latency_and_index_size(site):
     assert driver.find_element("id", "compare-b-index").get_attribute("value") == "ivf-pq"
     choose(driver, "compare-b-dim", "64")
     driver.find_element("id", "compare-run").click()
-    wait_until(lambda: driver.execute_script("return document.body.dataset.compareState !== 'running' && "
-                                             "document.body.dataset.compareState"), 180, "both top-10 lists")
-    assert driver.execute_script("return document.body.dataset.compareState") == "done", \
-        driver.find_element("id", "compare-status").text
+    wait_until(
+        lambda: driver.execute_script(
+            "return document.body.dataset.compareState !== 'running' && document.body.dataset.compareState"
+        ),
+        180,
+        "both top-10 lists",
+    )
+    assert driver.execute_script("return document.body.dataset.compareState") == "done", driver.find_element(
+        "id", "compare-status"
+    ).text
     a, b = by_css(driver, "#compare-a-list li"), by_css(driver, "#compare-b-list li")
     assert len(a) == len(b) == 10
     ids_a, ids_b = {li.get_attribute("data-id") for li in a}, {li.get_attribute("data-id") for li in b}
@@ -171,8 +217,11 @@ def test_study_charts_hover_and_click_fill_the_pickers(site):
     wait_until(lambda: "study/tiny" in driver.find_element("id", "study-name").text, 30, "the study list")
     Select(driver.find_element("id", "study-name")).select_by_value("study/tiny")
     points = lambda chart: by_css(driver, f"#{chart} .role-mark.mark-symbol path")  # noqa: E731
-    wait_until(lambda: len(points("chart-dim")) == len(STUDY) + 1 and len(points("chart-bytes")) == len(STUDY) + 1,
-               30, "the chart points")
+    wait_until(
+        lambda: len(points("chart-dim")) == len(STUDY) + 1 and len(points("chart-bytes")) == len(STUDY) + 1,
+        30,
+        "the chart points",
+    )
     target = next(p for p in points("chart-dim") if (p.get_attribute("aria-label") or "").startswith("d (log): 128;"))
     ActionChains(driver).move_to_element(target).perform()
     tip = wait_until(lambda: by_css(driver, "#vg-tooltip-element.visible"), 10, "the tooltip")
@@ -211,8 +260,9 @@ def test_api_key_is_asked_once_per_tab(site, inprocess_server):
     assert httpx.get(url + "/config").status_code == 401 and httpx.get(url + "/").status_code == 200
     driver = site["driver"]
     driver.get(url + "/")
-    dialog = wait_until(lambda: [d for d in by_css(driver, "#key-dialog") if d.get_attribute("open") is not None],
-                        20, "the key dialog")[0]
+    dialog = wait_until(
+        lambda: [d for d in by_css(driver, "#key-dialog") if d.get_attribute("open") is not None], 20, "the key dialog"
+    )[0]
     dialog.find_element("id", "key-input").send_keys("wrong-key-wrong-key")
     dialog.find_element("id", "key-submit").click()
     wait_until(lambda: "refused" in driver.find_element("id", "key-error").text, 20, "the refusal")

@@ -8,13 +8,22 @@ import math
 
 import httpx
 import pytest
-
-from rag.report import write_csv
-from rag.serve.demo import MAX_BYTES, MAX_IDS
 from serve_helpers import inprocess_server  # noqa: F401  (a fixture)
 
-ROW = {"dataset": "scifact", "encoder": "minilm", "reduce": "pca", "dim": 64, "index": "flat", "retriever": "dense",
-       "device": "cpu", "ndcg@10": 0.54, "bytes_per_vector": 256.0}
+from rag.serve.demo import MAX_BYTES, MAX_IDS
+from rag.studies.report import write_csv
+
+ROW = {
+    "dataset": "scifact",
+    "encoder": "minilm",
+    "reduce": "pca",
+    "dim": 64,
+    "index": "flat",
+    "retriever": "dense",
+    "device": "cpu",
+    "ndcg@10": 0.54,
+    "bytes_per_vector": 256.0,
+}
 
 
 @pytest.fixture
@@ -68,7 +77,12 @@ def test_passages_follow_the_policy(inprocess_server, tmp_path):
     body = response.json()
     assert body["missing"] == ["no-such-passage"] and str(folder) not in response.text
     assert body["passages"] == [{k: hits[0][k] for k in ("id", "title", "source", "text")}]
-    for bad, status in (({"ids": []}, 422), ({"ids": ["x"] * (MAX_IDS + 1)}, 422), ({"ids": "x"}, 422),
-                        ({"ids": ["x"], "corpus": "elsewhere"}, 403), ({"ids": ["x"], "path": "/etc"}, 422)):
+    for bad, status in (
+        ({"ids": []}, 422),
+        ({"ids": ["x"] * (MAX_IDS + 1)}, 422),
+        ({"ids": "x"}, 422),
+        ({"ids": ["x"], "corpus": "elsewhere"}, 403),
+        ({"ids": ["x"], "path": "/etc"}, 422),
+    ):
         response = httpx.post(url + "/passages", json={**base, **bad}, timeout=60)
         assert response.status_code == status, (bad, response.text)

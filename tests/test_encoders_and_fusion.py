@@ -1,4 +1,5 @@
 """The SmolLM2 token-whitened BM25-pooled encoder, z-score fusion, and the encoder registry."""
+
 import numpy as np
 import pytest
 
@@ -18,7 +19,7 @@ def test_zscore_fusion_matches_hand_computation():
 
 def _ndcg(encoder, corpus):
     from rag.encoders.base import document_text
-    from rag.metrics import ir_metrics
+    from rag.studies.metrics import ir_metrics
 
     if hasattr(encoder, "fit"):
         encoder.fit([document_text(p) for p in corpus.passages])

@@ -1,11 +1,12 @@
 """Retrieval metrics on a toy run whose values are worked out by hand."""
+
 import math
 
 import numpy as np
 import pytest
 
 from rag.config import RagError
-from rag.metrics import all_gold_at_k, ann_recall_at_k, clean_qrels, ir_metrics, top_k
+from rag.studies.metrics import all_gold_at_k, ann_recall_at_k, clean_qrels, ir_metrics, top_k
 
 QRELS = {
     "q1": {"d1": 1, "d3": 1},
@@ -83,7 +84,7 @@ def test_query_set_without_qrels_is_a_clear_error():
 
 def test_malformed_qrels_lines_are_counted_in_one_warning_and_an_all_bad_file_is_an_error(tmp_path):
     from rag.config import RagWarning
-    from rag.corpus import load_qrels_file
+    from rag.data.files import load_qrels_file
 
     path = tmp_path / "qrels.tsv"
     path.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\nq2\t\t1\nq3\td3\tx\nq4\td4\t2.0\n")

@@ -1,4 +1,5 @@
 """`rag eval retrieval`: the quick grid end to end (real MiniLM, FAISS, BM25, SciFact subset), reducers, bad input."""
+
 import csv
 import json
 
@@ -6,11 +7,13 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from rag.index import INDEX_KINDS, placement
 from cli import app
 from rag.commands.evaluate import INCOMPLETE
+from rag.index.kinds import INDEX_KINDS
+from rag.index.placement import placement
 from rag.reduce import Reducer
-from rag.report import COLUMNS, PLOTS
+from rag.studies.plots import PLOTS
+from rag.studies.report import COLUMNS
 
 runner = CliRunner()
 METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
@@ -100,8 +103,23 @@ def test_quick_run_reports_share_kept_and_code_bytes(quick_run):
 @pytest.mark.slow
 def test_learned_reducers_are_compared_with_pca_query_by_query(tmp_path, data_dir):
     out = tmp_path / "out"
-    result = invoke("--quick", "--dims", "32", "--reduce", "pca,distill,itq", "--ann-reduce", "pca,itq,distill",
-                    "--index", "flat,binary", "--retriever", "dense", "--timed-queries", "10", "--out", out)
+    result = invoke(
+        "--quick",
+        "--dims",
+        "32",
+        "--reduce",
+        "pca,distill,itq",
+        "--ann-reduce",
+        "pca,itq,distill",
+        "--index",
+        "flat,binary",
+        "--retriever",
+        "dense",
+        "--timed-queries",
+        "10",
+        "--out",
+        out,
+    )
     assert result.exit_code == 0, result.output
     with open(out / "results.csv") as f:
         rows = {(r["reduce"], r["dim"], r["index"]): r for r in csv.DictReader(f)}
@@ -116,13 +134,16 @@ def test_learned_reducers_are_compared_with_pca_query_by_query(tmp_path, data_di
     assert "Against PCA at the same d" in report and "distill fit" in report
 
 
-@pytest.mark.parametrize("option,value,valid", [
-    ("--dataset", "nosuchset", "scifact, hotpotqa"),
-    ("--encoders", "nosuchencoder", "minilm"),
-    ("--reduce", "nosuchreducer", "pca, truncate, whiten"),
-    ("--index", "nosuchkind", "flat, ivf-flat, ivf-pq, hnsw, sq8, binary"),
-    ("--retriever", "nosuchretriever", "dense, bm25, hybrid"),
-])
+@pytest.mark.parametrize(
+    "option,value,valid",
+    [
+        ("--dataset", "nosuchset", "scifact, hotpotqa"),
+        ("--encoders", "nosuchencoder", "minilm"),
+        ("--reduce", "nosuchreducer", "pca, truncate, whiten"),
+        ("--index", "nosuchkind", "flat, ivf-flat, ivf-pq, hnsw, sq8, binary"),
+        ("--retriever", "nosuchretriever", "dense, bm25, hybrid"),
+    ],
+)
 def test_unknown_names_list_the_valid_ones(tmp_path, option, value, valid):
     result = invoke(option, value, "--out", tmp_path / "out")
     assert result.exit_code == 1
@@ -176,12 +197,13 @@ def test_truncation_keeps_the_first_d_coordinates():
 @pytest.mark.parametrize("reduce", ["pca", "whiten", "abtt"])
 def test_reducer_projects_queries_like_documents(quick_run, reduce):
     """A document's text, encoded as a query and projected, finds that document first."""
-    from rag.corpus import load_corpus, subset
+    from rag.data.corpus import load_corpus
+    from rag.data.judgments import subset
     from rag.encoders import get_encoder
     from rag.encoders.base import document_text
     from rag.encoders.cache import embed_corpus
-    from rag.evaluate import QUICK
-    from rag.index import build_index
+    from rag.index.search_index import build_index
+    from rag.studies.grid_spec import QUICK
 
     corpus = subset(load_corpus("scifact"), QUICK["n_queries"], QUICK["n_extra_docs"])
     enc = get_encoder("minilm")
@@ -195,14 +217,24 @@ def test_reducer_projects_queries_like_documents(quick_run, reduce):
 
 
 def test_report_sentences_come_from_the_numbers():
-    from rag.report import divergence_sentences, keep_sentences
+    from rag.studies.report import divergence_sentences, keep_sentences
 
     def r(red, dim, ndcg):
         return {"encoder": "e", "reduce": red, "dim": dim, "index": "flat", "retriever": "dense", "ndcg@10": ndcg}
 
-    rows = [r("pca", 32, 0.40), r("pca", 64, 0.58), r("pca", 128, 0.60), r("pca", 384, 0.61),
-            r("truncate", 32, 0.30), r("truncate", 64, 0.52), r("truncate", 128, 0.595), r("truncate", 384, 0.61),
-            r("whiten", 32, 0.50), r("whiten", 64, 0.55), r("whiten", 384, 0.54)]
+    rows = [
+        r("pca", 32, 0.40),
+        r("pca", 64, 0.58),
+        r("pca", 128, 0.60),
+        r("pca", 384, 0.61),
+        r("truncate", 32, 0.30),
+        r("truncate", 64, 0.52),
+        r("truncate", 128, 0.595),
+        r("truncate", 384, 0.61),
+        r("whiten", 32, 0.50),
+        r("whiten", 64, 0.55),
+        r("whiten", 384, 0.54),
+    ]
     # 95% of the encoder's own full-width 0.61 is 0.5795: PCA keeps it at d=64, truncation only at d=128;
     # whitening never does, although it keeps 95% of its own (lower) full-width figure at d=32
     keep = keep_sentences(rows)[0]
@@ -227,8 +259,21 @@ def test_lm_checkpoint_encoder_runs_through_the_registry(tmp_path, wiki_slice):
     checkpoint.save(run, GPT(GPTConfig(vocab=400, dim=24, layers=1, heads=2, context=16)), None, {"step": 0})
     (run / "tokenizer.json").write_bytes(tok.tokenizer_path.read_bytes())
     out = tmp_path / "out"
-    result = invoke("--quick", "--encoders", f"lm:{run}", "--dims", "8,32", "--index", "flat",
-                    "--retriever", "dense", "--timed-queries", "10", "--out", out)
+    result = invoke(
+        "--quick",
+        "--encoders",
+        f"lm:{run}",
+        "--dims",
+        "8,32",
+        "--index",
+        "flat",
+        "--retriever",
+        "dense",
+        "--timed-queries",
+        "10",
+        "--out",
+        out,
+    )
     assert result.exit_code == 0, result.output
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
@@ -245,8 +290,9 @@ def test_another_query_set_over_the_same_corpus(tmp_path, data_dir):
     qrels = tmp_path / "qrels.tsv"
     qrels.write_text("\n".join(qrels_lines) + "\n")
     out = tmp_path / "out"
-    result = invoke("--queries", queries, "--qrels", qrels, "--retriever", "bm25", "--timed-queries", "10",
-                    "--out", out)
+    result = invoke(
+        "--queries", queries, "--qrels", qrels, "--retriever", "bm25", "--timed-queries", "10", "--out", out
+    )
     assert result.exit_code == 0, result.output
     data = json.loads((out / "results.json").read_text())
     assert data["data"]["queries"] == len(wanted) and data["data"]["passages"] == 5183
@@ -254,8 +300,22 @@ def test_another_query_set_over_the_same_corpus(tmp_path, data_dir):
 
 def test_json_output_is_every_row_and_the_files(tmp_path, data_dir):
     out = tmp_path / "out"
-    result = invoke("--quick", "--dims", "32", "--reduce", "pca", "--index", "flat", "--retriever", "dense",
-                    "--timed-queries", "5", "--json", "--out", out)
+    result = invoke(
+        "--quick",
+        "--dims",
+        "32",
+        "--reduce",
+        "pca",
+        "--index",
+        "flat",
+        "--retriever",
+        "dense",
+        "--timed-queries",
+        "5",
+        "--json",
+        "--out",
+        out,
+    )
     assert result.exit_code == 0, result.output
     printed = json.loads(result.stdout)
     with open(out / "results.csv") as f:
@@ -263,3 +323,19 @@ def test_json_output_is_every_row_and_the_files(tmp_path, data_dir):
     assert len(printed["rows"]) == len(rows) >= 2  # d=32 and the full-width reference
     assert {(r["dim"], r["index"]) for r in printed["rows"]} == {(int(r["dim"]), r["index"]) for r in rows}
     assert printed["files"]["results.csv"] == str(out / "results.csv") and printed["notes"]
+
+
+def test_the_grid_encodes_queries_as_rag_search_does(quick_run, scifact_small):
+    """Every dense and hybrid row records the query backend, and it is the one `rag search` runs (int8 ONNX for
+    MiniLM by default); the grid's query vectors are the served retriever's, not the documents' fp32 path."""
+    from rag.retrieve import RetrievalSettings, Retriever
+    from rag.retrieve.retriever import query_encoder
+
+    with open(quick_run / "results.csv") as f:
+        rows = [r for r in csv.DictReader(f) if r["retriever"] != "bm25"]
+    served = RetrievalSettings(corpus="scifact", retriever="dense").validated().backend
+    assert served == "onnx-int8" and {r["backend"] for r in rows} == {served}
+    texts = [q.text for q in scifact_small.queries[:3]]
+    grid_side = query_encoder("minilm", None, {}).encode(texts, kind="query")
+    retriever = Retriever.open(RetrievalSettings(corpus="scifact", retriever="dense"), corpus=scifact_small)
+    assert np.allclose(grid_side, retriever.encoder.encode(texts, kind="query"), atol=1e-6)

@@ -11,14 +11,18 @@ from pathlib import Path
 
 import pytest
 
+from rag.index.spec import IndexSpec
+
 SECTIONS = ["Overview", "Install", "Usage", "Tuning", "Limits"]
 
 
 def write_doc(folder: Path, name: str, topic: str) -> None:
     parts = [f"# {topic.title()} guide\n"]
     for s in SECTIONS:
-        parts.append(f"## {s}\n\n{s} notes for the {topic} component: it stores {topic} records in blocks of "
-                     f"{len(topic) * 7} rows and reads them back in order.\n")
+        parts.append(
+            f"## {s}\n\n{s} notes for the {topic} component: it stores {topic} records in blocks of "
+            f"{len(topic) * 7} rows and reads them back in order.\n"
+        )
     (folder / f"{name}.md").write_text("\n".join(parts))
 
 
@@ -65,11 +69,11 @@ def test_update_without_an_index_says_how_to_build_one(cli, tmp_path):
 
 @pytest.mark.slow
 def test_prune_keeps_the_current_and_the_served_version(cli, tmp_path, monkeypatch):
-    from rag.corpus import load_corpus
+    from rag.data.corpus import load_corpus
+    from rag.index.store import build_and_save
+    from rag.index.update import prune
+    from rag.index.versions import version_folders
     from rag.retrieve import RetrievalSettings, RetrieverPool, open_retriever
-    from rag.store import build_and_save
-    from rag.update import prune
-    from rag.versions import version_folders
 
     shared = Path(os.environ["RAG_CACHE_DIR"])
     cache = tmp_path / "cache"  # pruning must never touch the shared test cache
@@ -81,14 +85,14 @@ def test_prune_keeps_the_current_and_the_served_version(cli, tmp_path, monkeypat
     folder.mkdir()
     for i in range(3):
         write_doc(folder, f"d{i}", f"part{i}")
-    first = build_and_save(load_corpus(str(folder)), "minilm", 16, "flat")
+    first = build_and_save(load_corpus(str(folder)), IndexSpec("minilm", 16, "flat"))
     pool = RetrieverPool()
     served = open_retriever(RetrievalSettings(corpus=str(folder), dim=16, retriever="dense"), pool=pool)
     assert served.search("part1 records")
     link = Path(first["path"])
     for n in range(2):  # two more versions; the build's own pruning keeps two, the served one stays too
         (folder / "d0.md").write_text((folder / "d0.md").read_text() + f"\nEdit {n} {os.urandom(4).hex()}.\n")
-        build_and_save(load_corpus(str(folder)), "minilm", 16, "flat")
+        build_and_save(load_corpus(str(folder)), IndexSpec("minilm", 16, "flat"))
     versions = version_folders(link)
     assert len(versions) == 3 and versions[0] == served.loaded.path
 

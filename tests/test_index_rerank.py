@@ -10,9 +10,13 @@ import numpy as np
 import pytest
 
 from rag.config import RagError, RagWarning
-from rag.index import RERANK_FILE, RERANK_KIND, build_index, code_bytes
-from rag.store import IndexCorrupt, build_and_save, load_index
-from rag.versions import MANIFEST, manifest_digest, sha256_file
+from rag.index.kinds import code_bytes
+from rag.index.search_index import RERANK_FILE, build_index
+from rag.index.spec import IndexSpec
+from rag.index.store import IndexCorrupt, build_and_save, load_index
+from rag.index.versions import MANIFEST, manifest_digest, sha256_file
+
+RERANK_KIND = "ivf-pq-rerank"
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +73,7 @@ def test_a_streaming_build_is_refused():
 def stored(scifact_small):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RagWarning)  # 140 passages: few training points, said once
-        manifest = build_and_save(scifact_small, "minilm", 64, RERANK_KIND)
+        manifest = build_and_save(scifact_small, IndexSpec("minilm", 64, RERANK_KIND))
     return scifact_small, manifest
 
 
@@ -78,7 +82,7 @@ def test_store_round_trip_keeps_the_floats_on_disk_and_the_results(stored):
 
     corpus, manifest = stored
     assert RERANK_FILE in manifest["files"] and manifest["bytes_per_vector"] > 4 * 64
-    loaded = load_index(corpus, "minilm", 64, RERANK_KIND)
+    loaded = load_index(corpus, IndexSpec("minilm", 64, RERANK_KIND))
     assert isinstance(loaded.index.floats, np.memmap) and loaded.index.floats.shape == (len(corpus.passages), 64)
     x = loaded.reducer.transform(cached_embeddings(corpus, "minilm", 384)[0])
     with warnings.catch_warnings():
@@ -98,15 +102,18 @@ def reseal(version, files_too: bool) -> None:
     (version / MANIFEST).write_text(json.dumps(m))
 
 
-@pytest.mark.parametrize("damage, message", [
-    ("flip", "fails its sha256 checksum"),
-    ("missing", "fails its sha256 checksum"),
-    ("unlisted", f"{RERANK_FILE} is not covered"),
-    ("wrong_shape_resealed", f"{RERANK_FILE} holds (140, 32)"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("flip", "fails its sha256 checksum"),
+        ("missing", "fails its sha256 checksum"),
+        ("unlisted", f"{RERANK_FILE} is not covered"),
+        ("wrong_shape_resealed", f"{RERANK_FILE} holds (140, 32)"),
+    ],
+)
 def test_a_damaged_float_file_is_refused(stored, damage, message):
     corpus, _ = stored
-    version = load_index(corpus, "minilm", 64, RERANK_KIND).path
+    version = load_index(corpus, IndexSpec("minilm", 64, RERANK_KIND)).path
     path = version / RERANK_FILE
     if damage == "flip":
         data = bytearray(path.read_bytes())
@@ -123,13 +130,13 @@ def test_a_damaged_float_file_is_refused(stored, damage, message):
         np.save(path, np.zeros((140, 32), np.float32))
         reseal(version, files_too=True)
     with pytest.raises(IndexCorrupt, match="rebuild") as refused:
-        load_index(corpus, "minilm", 64, RERANK_KIND)
+        load_index(corpus, IndexSpec("minilm", 64, RERANK_KIND))
     assert message in str(refused.value)
 
 
 def test_sharded_builds_refuse_the_kind_in_one_line(scifact_small):
-    from rag.shards import build_sharded
+    from rag.index.shards import build_sharded
 
     with pytest.raises(RagError, match="without --shards") as refused:
-        build_sharded(scifact_small, "minilm", 64, RERANK_KIND, "pca", shards=2)
+        build_sharded(scifact_small, IndexSpec("minilm", 64, RERANK_KIND, "pca"), shards=2)
     assert "\n" not in str(refused.value)

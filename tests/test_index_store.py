@@ -4,27 +4,34 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
+from conftest import wait_until
 
 from rag.config import RagError
-from conftest import wait_until
 from rag.encoders import get_encoder
 from rag.encoders.cache import embed_corpus, embedding_cache_dir
-from rag.index import INDEX_KINDS, build_index, placement
+from rag.index.kinds import INDEX_KINDS
+from rag.index.placement import placement
+from rag.index.search_index import build_index
+from rag.index.spec import IndexSpec
+from rag.index.store import IndexCorrupt, IndexMismatch, build_and_save, load_index, load_index_dir
 from rag.reduce import Reducer
-from rag.store import IndexCorrupt, IndexMismatch, build_and_save, load_index, load_index_dir
 
 
 @pytest.fixture
 def folder_corpus(tmp_path):
     folder = tmp_path / "docs"
     folder.mkdir()
-    topics = ["embedding tables map token ids to vectors", "FAISS builds indexes for vector search",
-              "BM25 scores term frequency and document length", "RoPE rotates query and key pairs by position",
-              "perplexity is the exponential of cross-entropy", "Adam keeps two moments per parameter"]
+    topics = [
+        "embedding tables map token ids to vectors",
+        "FAISS builds indexes for vector search",
+        "BM25 scores term frequency and document length",
+        "RoPE rotates query and key pairs by position",
+        "perplexity is the exponential of cross-entropy",
+        "Adam keeps two moments per parameter",
+    ]
     for i, t in enumerate(topics):
         (folder / f"doc{i}.md").write_text(f"# Topic {i}\n\n{t}. " * 3)
     return folder
@@ -58,7 +65,7 @@ def test_lower_d_reuses_the_cached_full_width_vectors(scifact_small, monkeypatch
     real_encode = encoder.encode
     monkeypatch.setattr(encoder, "encode", lambda texts, **kw: calls.append(len(texts)) or real_encode(texts, **kw))
     for dim, kind in [(384, "flat"), (128, "ivf-pq"), (64, "hnsw")]:
-        manifest = build_and_save(scifact_small, "minilm", dim, kind)
+        manifest = build_and_save(scifact_small, IndexSpec("minilm", dim, kind))
         assert manifest["dim"] == dim and manifest["vectors"] == len(scifact_small.passages)
     assert calls == []  # no document was encoded again
 
@@ -77,31 +84,43 @@ def test_reducers_project_queries_like_documents(scifact_small):
 
 
 def test_manifest_records_what_was_built(scifact_small):
-    m = build_and_save(scifact_small, "minilm", 128, "ivf-pq")
-    for key in ("corpus_hash", "encoder", "dim", "reduce", "kind", "metric", "vectors", "bytes", "build_s", "device", "files"):
+    m = build_and_save(scifact_small, IndexSpec("minilm", 128, "ivf-pq"))
+    for key in (
+        "corpus_hash",
+        "encoder",
+        "dim",
+        "reduce",
+        "kind",
+        "metric",
+        "vectors",
+        "bytes",
+        "build_s",
+        "device",
+        "files",
+    ):
         assert key in m
     assert m["device"] == placement() and all(len(d) == 64 for d in m["files"].values())
 
 
 def test_mismatched_corpus_content_is_refused_with_the_rebuild_command(folder_corpus):
-    from rag.corpus import load_corpus
+    from rag.data.corpus import load_corpus
 
-    build_and_save(load_corpus(str(folder_corpus)), "minilm", 32, "flat")
+    build_and_save(load_corpus(str(folder_corpus)), IndexSpec("minilm", 32, "flat"))
     (folder_corpus / "doc0.md").write_text("# Changed\n\nNew content.")
     with pytest.raises(IndexMismatch, match="rag index build --corpus .* --encoder minilm --dim 32 --index flat"):
-        load_index(load_corpus(str(folder_corpus)), "minilm", 32, "flat")
+        load_index(load_corpus(str(folder_corpus)), IndexSpec("minilm", 32, "flat"))
 
 
 def test_truncated_index_file_gives_a_checksum_error(folder_corpus, cli):
-    from rag.corpus import load_corpus
+    from rag.data.corpus import load_corpus
 
     corpus = load_corpus(str(folder_corpus))
-    m = build_and_save(corpus, "minilm", 32, "flat")
+    m = build_and_save(corpus, IndexSpec("minilm", 32, "flat"))
     index_file = os.path.realpath(os.path.join(m["path"], "index.faiss"))
     with open(index_file, "r+b") as f:
         f.truncate(100)
     with pytest.raises(IndexCorrupt, match="checksum"):
-        load_index(corpus, "minilm", 32, "flat")
+        load_index(corpus, IndexSpec("minilm", 32, "flat"))
     result = cli(["search", "embedding", "--corpus", folder_corpus, "--dim", 32])
     assert result.exit_code == 1 and "checksum" in result.output
 
@@ -109,9 +128,9 @@ def test_truncated_index_file_gives_a_checksum_error(folder_corpus, cli):
 def test_path_corpus_index_stays_inside_the_index_dir(folder_corpus, index_dir, tmp_path, monkeypatch):
     monkeypatch.chdir(folder_corpus)
     before = set(tmp_path.rglob("*")) - set(index_dir.rglob("*"))
-    from rag.corpus import load_corpus
+    from rag.data.corpus import load_corpus
 
-    m = build_and_save(load_corpus("../docs"), "minilm", 32, "flat")
+    m = build_and_save(load_corpus("../docs"), IndexSpec("minilm", 32, "flat"))
     assert os.path.realpath(m["path"]).startswith(str(index_dir.resolve()))
     after = set(tmp_path.rglob("*")) - set(index_dir.rglob("*")) - {index_dir}
     assert after == before  # nothing written outside the index dir
@@ -119,15 +138,17 @@ def test_path_corpus_index_stays_inside_the_index_dir(folder_corpus, index_dir, 
 
 @pytest.mark.slow
 def test_killed_build_leaves_the_previous_index_whole(folder_corpus, index_dir):
-    from rag.corpus import load_corpus
+    from rag.data.corpus import load_corpus
 
-    first = build_and_save(load_corpus(str(folder_corpus)), "minilm", 32, "flat")
+    first = build_and_save(load_corpus(str(folder_corpus)), IndexSpec("minilm", 32, "flat"))
     run = os.urandom(4).hex()  # new text on every run, so no embedding cache can short-cut the build
     for i in range(600):  # two encoding parts of 512: the kill lands while the second is being encoded
         (folder_corpus / f"extra{i}.md").write_text(f"# Extra {i} {run}\n\n" + "more words about vectors " * 40)
     env = {**os.environ, "RAG_INDEX_DIR": str(index_dir)}
-    code = ("from rag.corpus import load_corpus; from rag.store import build_and_save; "
-            f"build_and_save(load_corpus({str(folder_corpus)!r}), 'minilm', 32, 'flat')")
+    code = (
+        "from rag.data.corpus import load_corpus; from rag.index.store import build_and_save; from rag.index.spec import IndexSpec; "
+        f"build_and_save(load_corpus({str(folder_corpus)!r}), IndexSpec('minilm', 32, 'flat'))"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)
     cache = embedding_cache_dir(load_corpus(str(folder_corpus)), "minilm")
     wait_until(lambda: proc.poll() is not None or any(cache.glob("part-*.npy")), 120, "the build to start encoding")
@@ -140,15 +161,15 @@ def test_killed_build_leaves_the_previous_index_whole(folder_corpus, index_dir):
 
 def test_bad_dims_and_names_are_refused(scifact_small):
     with pytest.raises(RagError, match="choose 1..384"):
-        build_and_save(scifact_small, "minilm", 0, "flat")
+        build_and_save(scifact_small, IndexSpec("minilm", 0, "flat"))
     with pytest.raises(RagError, match="choose 1..384"):
-        build_and_save(scifact_small, "minilm", 385, "flat")
+        build_and_save(scifact_small, IndexSpec("minilm", 385, "flat"))
     with pytest.raises(RagError, match="valid index kinds: flat, ivf-flat"):
-        build_and_save(scifact_small, "minilm", 64, "lsh")
+        build_and_save(scifact_small, IndexSpec("minilm", 64, "lsh"))
     with pytest.raises(RagError, match="valid reducers: pca, truncate, whiten"):
-        build_and_save(scifact_small, "minilm", 64, "flat", reduce="umap")
+        build_and_save(scifact_small, IndexSpec("minilm", 64, "flat", reduce="umap"))
     with pytest.raises(RagError, match="valid encoders: minilm"):
-        build_and_save(scifact_small, "bert", 64, "flat")
+        build_and_save(scifact_small, IndexSpec("bert", 64, "flat"))
 
 
 def test_with_state_gives_each_retriever_its_own_idf(tmp_path):
@@ -160,7 +181,10 @@ def test_with_state_gives_each_retriever_its_own_idf(tmp_path):
             return [ord(c) % 64 for c in text]
 
     shared = TableEncoder("toy", Chars(), np.eye(64, dtype=np.float32))
-    a, b = with_state(shared, {"idf": np.ones(64, np.float32)}), with_state(shared, {"idf": np.arange(64, dtype=np.float32)})
+    a, b = (
+        with_state(shared, {"idf": np.ones(64, np.float32)}),
+        with_state(shared, {"idf": np.arange(64, dtype=np.float32)}),
+    )
     assert a.table is shared.table and not np.array_equal(a.idf, b.idf)
     assert shared.idf is None
 
@@ -176,14 +200,16 @@ def test_minilm_encoder_gives_the_sentence_transformers_vectors(scifact_small):
     assert np.abs(get_encoder("minilm").encode(texts) - reference).max() < 1e-5
 
 
-@pytest.mark.parametrize("gpus, cuda, expected", [(1, True, "cuda-faiss"), (2, False, "cuda-faiss"),
-                                                  (0, True, "cuda-torch"), (0, False, "cpu")])
+@pytest.mark.parametrize(
+    "gpus, cuda, expected",
+    [(1, True, "cuda-faiss"), (2, False, "cuda-faiss"), (0, True, "cuda-torch"), (0, False, "cpu")],
+)
 def test_placement_follows_the_devices_it_sees(monkeypatch, gpus, cuda, expected):
     """Every branch of the placement rule runs here on a CPU, with the device counts faked."""
     import faiss
     import torch
 
-    from rag import index as index_module
+    from rag.index import placement as index_module
 
     monkeypatch.setattr(faiss, "get_num_gpus", lambda: gpus, raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
@@ -195,16 +221,29 @@ def test_placement_follows_the_devices_it_sees(monkeypatch, gpus, cuda, expected
 
 
 def test_gpu_placement_goes_through_faiss_own_wrapper(monkeypatch):
-    """On 'cuda-faiss' a flat index moves with faiss.index_cpu_to_all_gpus (faked here); binary stays on the CPU."""
+    """On 'cuda-faiss' a kind moves with faiss.index_cpu_to_all_gpus and the cloner options its table entry asks
+    for (both faked here: faiss-cpu has neither); binary and sq8 never reach the cloner."""
+    import types
+    import warnings
+
     import faiss
 
     moved = []
-    monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", lambda index: moved.append(index) or index, raising=False)
+    monkeypatch.setattr(faiss, "GpuMultipleClonerOptions", types.SimpleNamespace, raising=False)
+    monkeypatch.setattr(
+        faiss, "index_cpu_to_all_gpus", lambda index, co: moved.append((index, vars(co))) or index, raising=False
+    )
     x = np.eye(16, dtype=np.float32)
     flat = build_index(x, "flat").to_device("cuda-faiss")
-    assert flat.device == "cuda-faiss" and len(moved) == 1
-    binary = build_index(x, "binary").to_device("cuda-faiss")
-    assert binary.device == "cpu" and len(moved) == 1
+    assert flat.device == "cuda-faiss" and len(moved) == 1 and moved[0][1] == {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for kind in ("binary", "sq8"):
+            assert build_index(x, kind).to_device("cuda-faiss").device == "cpu" and len(moved) == 1
+    wide = np.random.default_rng(0).standard_normal((3000, 256)).astype(np.float32)
+    wide /= np.linalg.norm(wide, axis=1, keepdims=True)
+    pq = build_index(wide, "ivf-pq").to_device("cuda-faiss")  # m=64: float32 lookup tables would not fit
+    assert pq.device == "cuda-faiss" and moved[-1][1] == {"useFloat16LookupTables": True}
 
 
 def test_too_few_pq_training_points_is_said_once_with_a_suggestion(capfd):
@@ -213,7 +252,9 @@ def test_too_few_pq_training_points_is_said_once_with_a_suggestion(capfd):
 
     x = np.random.default_rng(2).normal(size=(3000, 32)).astype(np.float32)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
-    with pytest.warns(RagWarning, match=r"ivf-pq on 3,000 vectors: .* want 9,984 training points; consider flat or hnsw"):
+    with pytest.warns(
+        RagWarning, match=r"ivf-pq on 3,000 vectors: .* want 9,984 training points; consider flat or hnsw"
+    ):
         index = build_index(x, "ivf-pq")
     assert "please provide at least" not in capfd.readouterr().err
     assert index.search(x[:5], 1)[1].shape == (5, 1)

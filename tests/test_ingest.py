@@ -8,8 +8,8 @@ import json
 import pytest
 from docfolder import make_folder
 
-from rag.corpus import folder_warnings, load_corpus
-from rag.ingest import parse_markdown, parse_rst
+from rag.data.corpus import folder_warnings, load_corpus
+from rag.data.ingest import parse_markdown, parse_rst
 
 
 @pytest.fixture(scope="module")
@@ -28,11 +28,18 @@ def by_source(corpus, source):
 
 
 def test_every_format_is_read_with_its_metadata(corpus):
-    assert {p.source for p in corpus.passages} == {"guides/widget.md", "gears.html", "sprocket.rst", "notes.txt",
-                                                   "pulleys.pdf"}
+    assert {p.source for p in corpus.passages} == {
+        "guides/widget.md",
+        "gears.html",
+        "sprocket.rst",
+        "notes.txt",
+        "pulleys.pdf",
+    }
     pdf = by_source(corpus, "pulleys.pdf")
-    assert [(p.page, p.text) for p in pdf] == [(1, "Pulleys lift loads with ropes."),
-                                               (2, "A block and tackle multiplies force.")]
+    assert [(p.page, p.text) for p in pdf] == [
+        (1, "Pulleys lift loads with ropes."),
+        (2, "A block and tackle multiplies force."),
+    ]
     rst = by_source(corpus, "sprocket.rst")
     assert rst[1].heading == "Sprocket Manual › Maintenance" and "```\noil(chain)\n```" in rst[1].text
     assert all(p.mtime and p.mtime > 0 for p in corpus.passages)
@@ -90,7 +97,9 @@ def test_a_folder_with_nothing_readable_says_what_it_skipped(tmp_path):
 
 
 def test_markdown_edge_cases():
-    doc = parse_markdown("---\n: not yaml [\n---\n\n    indented code\n    # not a heading\n\nText <span>inline</span> here.")
+    doc = parse_markdown(
+        "---\n: not yaml [\n---\n\n    indented code\n    # not a heading\n\nText <span>inline</span> here."
+    )
     assert doc.title == "" and [b.kind for b in doc.blocks] == ["code", "text"]
     assert doc.blocks[1].text == "Text inline here."
     assert parse_markdown("---\ntitle: 2024-01-02\n---\nx").metadata == {"title": "2024-01-02"}
@@ -100,13 +109,38 @@ def test_markdown_edge_cases():
 
 @pytest.mark.slow
 def test_eval_retrieval_on_your_own_folder_with_path_and_passage_qrels(cli, folder, tmp_path):
-    (tmp_path / "q.jsonl").write_text('{"_id": "q1", "text": "how do I install widget with http2"}\n'
-                                      '{"_id": "q2", "text": "what does a block and tackle multiply"}\n')
+    (tmp_path / "q.jsonl").write_text(
+        '{"_id": "q1", "text": "how do I install widget with http2"}\n'
+        '{"_id": "q2", "text": "what does a block and tackle multiply"}\n'
+    )
     (tmp_path / "q.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tguides/widget.md\t1\nq2\tpulleys.pdf#1\t1\n")
     out = tmp_path / "out"
-    result = cli(["eval", "retrieval", "--dataset", folder, "--queries", tmp_path / "q.jsonl", "--qrels",
-                  tmp_path / "q.tsv", "--encoders", "minilm", "--dims", 32, "--reduce", "pca", "--index", "flat",
-                  "--retriever", "bm25,dense", "--timed-queries", 2, "--out", out])
+    result = cli(
+        [
+            "eval",
+            "retrieval",
+            "--dataset",
+            folder,
+            "--queries",
+            tmp_path / "q.jsonl",
+            "--qrels",
+            tmp_path / "q.tsv",
+            "--encoders",
+            "minilm",
+            "--dims",
+            32,
+            "--reduce",
+            "pca",
+            "--index",
+            "flat",
+            "--retriever",
+            "bm25,dense",
+            "--timed-queries",
+            2,
+            "--out",
+            out,
+        ]
+    )
     assert result.exit_code == 0, result.output
     data = json.loads((out / "results.json").read_text())
     assert data["data"]["queries"] == 2 and data["data"]["qrels_check"]["unknown_doc_ids"] == 0

@@ -13,18 +13,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 import typer
-
 from conftest import REPO, wait_until
+
 from rag.config import RagWarning
-from rag.corpus import load_corpus
+from rag.data.corpus import load_corpus
 from rag.encoders.cache import embedding_cache_dir
-from rag.store import IndexCorrupt, build_and_save, load_index, load_index_dir, verify_index
-from rag.versions import MANIFEST, build_lock, lock_file, manifest_digest, reading, sha256_file
+from rag.index.spec import IndexSpec
+from rag.index.store import IndexCorrupt, build_and_save, load_index, load_index_dir, verify_index
+from rag.index.versions import MANIFEST, build_lock, lock_file, manifest_digest, reading, sha256_file
 
 D = 384  # MiniLM's full width: pca is the identity there, so no eigendecomposition slows the tests
-TOPICS = ["embedding tables map token ids to vectors", "FAISS builds indexes for vector search",
-          "BM25 scores term frequency and document length", "RoPE rotates query and key pairs by position",
-          "perplexity is the exponential of cross-entropy", "Adam keeps two moments per parameter"]
+TOPICS = [
+    "embedding tables map token ids to vectors",
+    "FAISS builds indexes for vector search",
+    "BM25 scores term frequency and document length",
+    "RoPE rotates query and key pairs by position",
+    "perplexity is the exponential of cross-entropy",
+    "Adam keeps two moments per parameter",
+]
 
 
 @pytest.fixture
@@ -41,7 +47,7 @@ def docs(tmp_path) -> Path:
 def built(docs):
     """(corpus, the full-width flat index's link, its version folder). D (384, pca) is the identity: no PCA to fit."""
     corpus = load_corpus(str(docs))
-    m = build_and_save(corpus, "minilm", D, "flat")
+    m = build_and_save(corpus, IndexSpec("minilm", D, "flat"))
     return corpus, Path(m["path"]), Path(m["path"]).resolve()
 
 
@@ -58,7 +64,7 @@ def rewrite(version: Path, edit, seal: bool = True) -> None:
 
 def swap_in(corpus, version: Path, name: str) -> None:
     """Put the file of a d=16 index (same corpus) into this version, then re-seal."""
-    other = Path(build_and_save(corpus, "minilm", 16, "flat", "truncate")["path"]).resolve()
+    other = Path(build_and_save(corpus, IndexSpec("minilm", 16, "flat", "truncate"))["path"]).resolve()
     (version / name).write_bytes((other / name).read_bytes())
     rewrite(version, lambda m: None)
 
@@ -78,23 +84,39 @@ def flip_bytes(path: Path, at: int = -8) -> None:
 # name: tamper(corpus, link, version) -> (the d to load, what the refusal says); each does its damage, then returns
 TAMPERS = {
     # the issue's first attack: dim 384 → 256 in the manifest, and the d256 name pointed at the d384 version
-    "dim_and_alias": lambda c, link, v: (rewrite(v, lambda m: m.update(dim=256), seal=False),
-                                         os.symlink(os.path.relpath(v, link.parent), link.parent / "minilm-d256-flat"),
-                                         (256, "fails its own sha256 seal"))[-1],
-    "files_gone_and_flipped": lambda c, link, v: (rewrite(v, lambda m: m.pop("files"), seal=False),
-                                                  flip_bytes(v / "index.faiss"), (D, "fails its own sha256 seal"))[-1],
+    "dim_and_alias": lambda c, link, v: (
+        rewrite(v, lambda m: m.update(dim=256), seal=False),
+        os.symlink(os.path.relpath(v, link.parent), link.parent / "minilm-d256-flat"),
+        (256, "fails its own sha256 seal"),
+    )[-1],
+    "files_gone_and_flipped": lambda c, link, v: (
+        rewrite(v, lambda m: m.pop("files"), seal=False),
+        flip_bytes(v / "index.faiss"),
+        (D, "fails its own sha256 seal"),
+    )[-1],
     "files_gone_resealed": lambda c, link, v: (rewrite(v, lambda m: m.pop("files")), (D, "no valid 'files' list"))[-1],
-    "other_width_resealed": lambda c, link, v: (swap_in(c, v, "index.faiss"),
-                                                (D, f"the FAISS index has d=16, the manifest says {D}"))[-1],
+    "other_width_resealed": lambda c, link, v: (
+        swap_in(c, v, "index.faiss"),
+        (D, f"the FAISS index has d=16, the manifest says {D}"),
+    )[-1],
     "reducer_resealed": lambda c, link, v: (swap_in(c, v, "reducer.npz"), (D, "the reducer is truncate to d=16"))[-1],
-    "short_passages_resealed": lambda c, link, v: (drop_lines(v / "passages.jsonl", 2), rewrite(v, lambda m: None), (
-        D, f"passages.jsonl holds {len(c.passages) - 2} passages, the manifest says {len(c.passages)}"))[-1],
-    "vector_count_resealed": lambda c, link, v: (rewrite(v, lambda m: m.update(vectors=m["vectors"] + 1)),
-                                                 (D, "the FAISS index holds"))[-1],
+    "short_passages_resealed": lambda c, link, v: (
+        drop_lines(v / "passages.jsonl", 2),
+        rewrite(v, lambda m: None),
+        (D, f"passages.jsonl holds {len(c.passages) - 2} passages, the manifest says {len(c.passages)}"),
+    )[-1],
+    "vector_count_resealed": lambda c, link, v: (
+        rewrite(v, lambda m: m.update(vectors=m["vectors"] + 1)),
+        (D, "the FAISS index holds"),
+    )[-1],
     "manifest_is_a_list": lambda c, link, v: ((v / MANIFEST).write_text("[1, 2, 3]"), (D, "holds a JSON list"))[-1],
-    "unlisted_file": lambda c, link, v: ((v / "extra.bin").write_bytes(b"planted"), (D, "extra.bin is not covered"))[-1],
-    "dim_not_a_number_resealed": lambda c, link, v: (rewrite(v, lambda m: m.update(dim=str(D))),
-                                                     (D, f"'dim' is '{D}', not of type int"))[-1],
+    "unlisted_file": lambda c, link, v: ((v / "extra.bin").write_bytes(b"planted"), (D, "extra.bin is not covered"))[
+        -1
+    ],
+    "dim_not_a_number_resealed": lambda c, link, v: (
+        rewrite(v, lambda m: m.update(dim=str(D))),
+        (D, f"'dim' is '{D}', not of type int"),
+    )[-1],
 }
 
 
@@ -103,11 +125,14 @@ def test_a_lying_index_is_refused_everywhere_with_one_line(built, cli, tamper):
     corpus, link, version = built
     dim, message = TAMPERS[tamper](corpus, link, version)
     with pytest.raises(IndexCorrupt, match="rebuild") as refused:
-        load_index(corpus, "minilm", dim, "flat")
+        load_index(corpus, IndexSpec("minilm", dim, "flat"))
     assert message in str(refused.value)
     name = f"{link.parent.name}/minilm-d{dim}-flat"
-    for args in (["search", "vectors", "--corpus", corpus.name, "--dim", dim], ["index", "info", name],
-                 ["index", "verify", name]):
+    for args in (
+        ["search", "vectors", "--corpus", corpus.name, "--dim", dim],
+        ["index", "info", name],
+        ["index", "verify", name],
+    ):
         result = cli(args)
         assert_one_line_error(result, message)
     assert verify_index(link.parent / f"minilm-d{dim}-flat")["status"] == "corrupt"
@@ -117,7 +142,7 @@ def test_a_whole_index_verifies(built, cli):
     corpus, link, version = built
     result = cli(["index", "verify"])
     assert result.exit_code == 0 and f"ok {link}" in " ".join(result.output.split())
-    assert len(load_index(corpus, "minilm", D, "flat").passages) == len(corpus.passages)
+    assert len(load_index(corpus, IndexSpec("minilm", D, "flat")).passages) == len(corpus.passages)
 
 
 def assert_one_line_error(result, contains: str = "") -> None:
@@ -130,27 +155,31 @@ def assert_one_line_error(result, contains: str = "") -> None:
 
 # ---------------------------------------------------------------- builds that serialise, readers that keep their version
 
+
 def test_a_waiting_builder_reuses_the_finished_build_and_says_so(built):
     corpus, link, _ = built
     results = []
     with build_lock(link):  # a build is running
-        waiter = threading.Thread(target=lambda: results.append(build_and_save(corpus, "minilm", D, "flat")))
+        waiter = threading.Thread(target=lambda: results.append(build_and_save(corpus, IndexSpec("minilm", D, "flat"))))
         waiter.start()
         inode = os.stat(lock_file(link)).st_ino
-        wait_until(lambda: any("->" in line and f":{inode} " in line for line in open("/proc/locks")), 60,
-                   "the second builder to wait for the lock")
+        wait_until(
+            lambda: any("->" in line and f":{inode} " in line for line in open("/proc/locks")),
+            60,
+            "the second builder to wait for the lock",
+        )
     waiter.join(60)
     assert results and results[0]["reused"] is True and results[0]["path"] == str(link)
-    assert build_and_save(corpus, "minilm", D, "flat")["reused"] is False  # no one to wait for: it builds
+    assert build_and_save(corpus, IndexSpec("minilm", D, "flat"))["reused"] is False  # no one to wait for: it builds
 
 
 def test_a_reader_keeps_its_version_across_rebuilds(built):
     corpus, link, version = built
     with reading(link) as real:  # a reader is in the middle of loading this version
         for _ in range(3):
-            build_and_save(corpus, "minilm", D, "flat")
+            build_and_save(corpus, IndexSpec("minilm", D, "flat"))
         assert real == version and load_index_dir(real).manifest["vectors"] == len(corpus.passages)
-    build_and_save(corpus, "minilm", D, "flat")  # the reader is gone: now it may go
+    build_and_save(corpus, IndexSpec("minilm", D, "flat"))  # the reader is gone: now it may go
     assert not version.exists()
     assert len(list((link.parent / ".versions").iterdir())) == 2
 
@@ -158,33 +187,37 @@ def test_a_reader_keeps_its_version_across_rebuilds(built):
 def test_stale_entries_of_killed_builds_are_removed_at_the_next_build(built):
     corpus, link, _ = built
     stamp = "20260101-000000-000000000-1"
-    stale = [link.parent / ".versions" / f".tmp-{link.name}-{stamp}", link.parent / f".link-{link.name}-{stamp}",
-             link.parent / ".versions" / f".tmp-minilm-d8-flat-{stamp}"]  # another name, not being built
+    stale = [
+        link.parent / ".versions" / f".tmp-{link.name}-{stamp}",
+        link.parent / f".link-{link.name}-{stamp}",
+        link.parent / ".versions" / f".tmp-minilm-d8-flat-{stamp}",
+    ]  # another name, not being built
     stale[0].mkdir()
     os.symlink("nowhere", stale[1])
     stale[2].mkdir()
-    build_and_save(corpus, "minilm", D, "flat")
+    build_and_save(corpus, IndexSpec("minilm", D, "flat"))
     assert not any(os.path.lexists(p) for p in stale)
 
 
 # d=384 with pca is the identity: no eigendecomposition, so the store's own work is what races.
 RACE = """
 import json, sys, time
-from rag.corpus import load_corpus
-from rag.store import build_and_save, load_index
+from rag.data.corpus import load_corpus
+from rag.index.spec import IndexSpec
+from rag.index.store import build_and_save, load_index
 role, folder, n, stop = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 corpus = load_corpus(folder)
 out = {"errors": [], "built": 0, "reused": 0, "loads": 0}
 def load():
     try:
-        assert len(load_index(corpus, "minilm", 384, "flat").passages) == len(corpus.passages)
+        assert len(load_index(corpus, IndexSpec("minilm", 384, "flat")).passages) == len(corpus.passages)
         out["loads"] += 1
     except Exception as e:
         out["errors"].append(f"load: {type(e).__name__}: {e}")
 if role == "builder":
     for _ in range(n):
         try:
-            out["reused" if build_and_save(corpus, "minilm", 384, "flat").get("reused") else "built"] += 1
+            out["reused" if build_and_save(corpus, IndexSpec("minilm", 384, "flat")).get("reused") else "built"] += 1
         except Exception as e:
             out["errors"].append(f"build: {type(e).__name__}: {e}")
         load()
@@ -197,10 +230,14 @@ print(json.dumps(out))
 
 
 def run_race(docs, builders: int, builds: int, readers: int) -> list[dict]:
-    build_and_save(load_corpus(str(docs)), "minilm", 384, "flat")  # the index the readers start on
+    build_and_save(load_corpus(str(docs)), IndexSpec("minilm", 384, "flat"))  # the index the readers start on
     stop = docs.parent / "stop"
-    start = lambda role: subprocess.Popen([sys.executable, "-c", RACE, role, str(docs), str(builds), str(stop)],
-                                          stdout=subprocess.PIPE, text=True, cwd=REPO)
+    start = lambda role: subprocess.Popen(  # noqa: E731
+        [sys.executable, "-c", RACE, role, str(docs), str(builds), str(stop)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
     reader_procs = [start("reader") for _ in range(readers)]
     builder_procs = [start("builder") for _ in range(builders)]
     outs = [json.loads(p.communicate(timeout=300)[0]) for p in builder_procs]
@@ -230,6 +267,7 @@ def test_readers_spanning_40_rebuilds_never_see_a_false_checksum_error(docs):
 
 # ---------------------------------------------------------------- no traceback on bad input
 
+
 def beir(folder: Path, corpus_lines: list[str], queries: list[str] | None = None) -> Path:
     folder.mkdir()
     (folder / "corpus.jsonl").write_text("\n".join(corpus_lines) + "\n")
@@ -240,23 +278,43 @@ def beir(folder: Path, corpus_lines: list[str], queries: list[str] | None = None
 
 GOOD = '{"_id": "a", "title": "A", "text": "vectors and tables"}'
 BAD_INPUTS = {  # name: (make(tmp_path, monkeypatch) -> argv, what the one line says)
-    "beir line not JSON": (lambda t, mp: ["corpus", "show", beir(t / "b", [GOOD, '{"_id": "b", "text": ']), ],
-                           "corpus.jsonl, line 2: not valid JSON"),
-    "beir line without _id": (lambda t, mp: ["corpus", "show", beir(t / "b", [GOOD, GOOD, '{"text": "x"}'])],
-                              'corpus.jsonl, line 3: needs "_id"'),
-    "beir line a list": (lambda t, mp: ["corpus", "show", beir(t / "b", ['["a", "b"]'])],
-                         "corpus.jsonl, line 1: needs an object"),
-    "beir text not a string": (lambda t, mp: ["corpus", "show", beir(t / "b", ['{"_id": "a", "text": 5}'])],
-                               'line 1: needs "text" as a string'),
-    "beir query without text": (lambda t, mp: ["corpus", "show", beir(t / "b", [GOOD], ['{"_id": "q1"}'])],
-                                'queries.jsonl, line 1: needs "text"'),
-    "beir blank lines keep numbering": (lambda t, mp: ["index", "build", "--corpus",
-                                                       beir(t / "b", [GOOD, "", "{oops"])],
-                                        "corpus.jsonl, line 3"),
+    "beir line not JSON": (
+        lambda t, mp: [
+            "corpus",
+            "show",
+            beir(t / "b", [GOOD, '{"_id": "b", "text": ']),
+        ],
+        "corpus.jsonl, line 2: not valid JSON",
+    ),
+    "beir line without _id": (
+        lambda t, mp: ["corpus", "show", beir(t / "b", [GOOD, GOOD, '{"text": "x"}'])],
+        'corpus.jsonl, line 3: needs "_id"',
+    ),
+    "beir line a list": (
+        lambda t, mp: ["corpus", "show", beir(t / "b", ['["a", "b"]'])],
+        "corpus.jsonl, line 1: needs an object",
+    ),
+    "beir text not a string": (
+        lambda t, mp: ["corpus", "show", beir(t / "b", ['{"_id": "a", "text": 5}'])],
+        'line 1: needs "text" as a string',
+    ),
+    "beir query without text": (
+        lambda t, mp: ["corpus", "show", beir(t / "b", [GOOD], ['{"_id": "q1"}'])],
+        'queries.jsonl, line 1: needs "text"',
+    ),
+    "beir blank lines keep numbering": (
+        lambda t, mp: ["index", "build", "--corpus", beir(t / "b", [GOOD, "", "{oops"])],
+        "corpus.jsonl, line 3",
+    ),
     "empty question": (lambda t, mp: ["search", "   "], "the question is empty"),
-    "index dir is a file": (lambda t, mp: (t.joinpath("file").write_text("x"), mp.setenv("RAG_INDEX_DIR", str(t / "file")),
-                                           ["index", "build", "--corpus", "builtin", "--dim", 8])[-1],
-                            "(run with --debug for the traceback)"),
+    "index dir is a file": (
+        lambda t, mp: (
+            t.joinpath("file").write_text("x"),
+            mp.setenv("RAG_INDEX_DIR", str(t / "file")),
+            ["index", "build", "--corpus", "builtin", "--dim", 8],
+        )[-1],
+        "(run with --debug for the traceback)",
+    ),
     "unknown index for info": (lambda t, mp: ["index", "info", "nowhere/minilm-d8-flat"], "no index named"),
     "unknown index for verify": (lambda t, mp: ["index", "verify", "minilm-d8-nothing"], "no index named"),
 }
@@ -275,8 +333,9 @@ def test_debug_shows_the_traceback_of_an_unexpected_error(cli, tmp_path, monkeyp
     assert result.exit_code == 1 and "Traceback" in result.output and "Error" in result.output
 
 
-@pytest.mark.parametrize("argv", [["search", b"\xff"], ["index", "info", b"\xff\xfe"],
-                                  ["search", "x", "--corpus", b"/nowhere/\xff"]])
+@pytest.mark.parametrize(
+    "argv", [["search", b"\xff"], ["index", "info", b"\xff\xfe"], ["search", "x", "--corpus", b"/nowhere/\xff"]]
+)
 def test_invalid_utf8_on_argv_gets_one_line(argv):
     """Real argv bytes through a real process (click hands them over surrogate-escaped)."""
     result = subprocess.run([sys.executable, str(REPO / "cli.py"), *argv], capture_output=True, timeout=120)
@@ -298,7 +357,9 @@ def test_an_unexpected_error_in_a_real_process_is_one_line(tmp_path):
     assert debug.returncode == 1 and "Traceback" in debug.stderr
 
 
-HOSTILE = "Bracket [/] and [bold]markup[/bold], \x1b[31mANSI red\x1b[0m, an OSC \x1b]8;;http://evil\x07link\x1b]8;;\x07 end."
+HOSTILE = (
+    "Bracket [/] and [bold]markup[/bold], \x1b[31mANSI red\x1b[0m, an OSC \x1b]8;;http://evil\x07link\x1b]8;;\x07 end."
+)
 
 
 def test_markup_and_escape_sequences_in_documents_print_as_text(cli, tmp_path):
@@ -306,15 +367,18 @@ def test_markup_and_escape_sequences_in_documents_print_as_text(cli, tmp_path):
     folder.mkdir()
     (folder / "evil.md").write_text(f"# Title [/] \x1b[2J\n\n{HOSTILE} vectors and tables.\n")
     (folder / "plain.md").write_text("# Plain\n\nembedding tables map token ids to vectors.\n")
-    for args in (["search", "[/] vectors", "--corpus", folder, "-k", 2],
-                 ["ask", "[/]what about [bold]vectors[/bold] and tables?", "--corpus", folder],
-                 ["corpus", "show", folder]):
+    for args in (
+        ["search", "[/] vectors", "--corpus", folder, "-k", 2],
+        ["ask", "[/]what about [bold]vectors[/bold] and tables?", "--corpus", folder],
+        ["corpus", "show", folder],
+    ):
         result = cli(args)
         assert result.exit_code == 0, result.output
         assert "[/]" in result.output and "\x1b" not in result.output and "\x07" not in result.output, result.output
 
 
 # ---------------------------------------------------------------- caches and bounds
+
 
 @pytest.mark.parametrize("damage", ["garbage", "nan", "inf", "wrong shape"])
 def test_a_damaged_embedding_cache_is_discarded_and_recomputed(built, cli, damage):
@@ -324,8 +388,12 @@ def test_a_damaged_embedding_cache_is_discarded_and_recomputed(built, cli, damag
     corpus, link, _ = built
     good = embed_corpus(corpus, get_encoder("minilm"))  # writes the per-corpus file
     cached = embedding_cache_dir(corpus, "minilm") / "vectors.npy"
-    bad = {"garbage": None, "nan": np.full_like(good, np.nan), "inf": np.where(np.eye(*good.shape) > 0, np.inf, good),
-           "wrong shape": good[:, :100]}[damage]
+    bad = {
+        "garbage": None,
+        "nan": np.full_like(good, np.nan),
+        "inf": np.where(np.eye(*good.shape) > 0, np.inf, good),
+        "wrong shape": good[:, :100],
+    }[damage]
     if bad is None:
         cached.write_bytes(b"\x93NUMPY garbage" * 10)
     else:
@@ -353,7 +421,9 @@ def test_giant_tokens_are_cut_and_long_passages_split_with_a_count(tmp_path, cli
     assert ids == ["long", "long~2", "long~3", "long~4", "a"] and max(len(p.text) for p in corpus.passages) <= 16_000
     assert " ".join(p.text for p in corpus.passages[:4]) == long_text  # nothing lost but the split points
     result = cli(["corpus", "show", b])
-    assert result.exit_code == 0 and "warning: 0 tokens over 128 characters were cut and 1 passages" in " ".join(result.output.split())
+    assert result.exit_code == 0 and "warning: 0 tokens over 128 characters were cut and 1 passages" in " ".join(
+        result.output.split()
+    )
 
 
 def test_a_long_encode_says_how_long_before_it_starts(tmp_path, monkeypatch):
@@ -366,10 +436,11 @@ def test_a_long_encode_says_how_long_before_it_starts(tmp_path, monkeypatch):
     for i in range(40):
         (folder / f"d{i}.md").write_text(f"# Doc {i} {run}\n\nwords about vectors number {i}.\n")
     corpus = load_corpus(str(folder))
-    with pytest.warns(RagWarning, match=r"encoding 8 passages with minilm will take about \d+ minutes here \([\d.]+ passages/s"):
+    with pytest.warns(
+        RagWarning, match=r"encoding 8 passages with minilm will take about \d+ minutes here \([\d.]+ passages/s"
+    ):
         vectors = cache.embed_corpus(corpus, get_encoder("minilm"))
     assert vectors.shape == (40, 384) and np.isfinite(vectors).all()
-
 
 
 def test_an_encoder_that_yields_nan_is_refused_before_anything_is_cached(docs):

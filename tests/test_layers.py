@@ -11,14 +11,12 @@ REPO = Path(__file__).resolve().parent.parent
 # Bottom to top; a module may import only from its own layer or the ones listed before it.
 LAYERS = [
     ["rag.config"],
-    ["rag.corpus", "rag.ingest", "rag.limits", "rag.smollm2", "rag.synth_corpus"],
+    ["rag.data"],
     ["rag.encoders"],
     ["rag.reduce"],
     ["rag.index"],
-    ["rag.store", "rag.versions", "rag.update", "rag.shards", "rag.stream_build"],
-    ["rag.retrieve", "rag.metrics"],
-    ["rag.client", "rag.agent", "rag.eval_rows", "rag.evaluate", "rag.report", "rag.agent_eval", "rag.bench",
-     "rag.scale", "rag.scale_pq", "rag.scale_report", "rag.frontier", "rag.advise"],
+    ["rag.retrieve"],
+    ["rag.agent", "rag.studies", "rag.bench"],
     ["rag.serve", "rag.commands", "cli", "rag.api", "rag"],  # "rag" (the package's front door) matches itself only
 ]
 BESIDE = {"rag.lm": ["rag.config"]}  # the LM sweep sits beside the stack and reads only the bottom
@@ -86,7 +84,7 @@ def test_no_import_circle():
         stack.append(v)
         for w in sorted(graph.get(v, ())):
             if state.get(w) == 1:
-                raise AssertionError("import circle: " + " -> ".join(stack[stack.index(w):] + [w]))
+                raise AssertionError("import circle: " + " -> ".join(stack[stack.index(w) :] + [w]))
             if w not in state:
                 visit(w)
         stack.pop()
@@ -98,8 +96,11 @@ def test_no_import_circle():
 
 
 def test_no_private_name_is_imported_across_modules():
-    bad = [f"{a} imports {b}.{n}" for a, b, n in import_edges(modules())
-           if n and n.startswith("_") and not n.startswith("__")]
+    bad = [
+        f"{a} imports {b}.{n}"
+        for a, b, n in import_edges(modules())
+        if n and n.startswith("_") and not n.startswith("__")
+    ]
     assert not bad, bad
 
 
@@ -121,9 +122,3 @@ def test_every_import_points_down_the_stack():
         elif lb > la:
             upward.append(f"{a} -> {b}")
     assert not upward, upward
-
-
-def test_no_file_over_400_lines():
-    long = {str(p.relative_to(REPO)): n for p in modules().values()
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400}
-    assert not long, long

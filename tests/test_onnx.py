@@ -12,10 +12,11 @@ import warnings
 
 import numpy as np
 import pytest
-
 from conftest import REPO
+
 from rag.config import RagError
 from rag.encoders.base import document_text
+from rag.index.spec import IndexSpec
 
 HEAVY = ("torch", "transformers", "sentence_transformers")
 
@@ -99,20 +100,25 @@ def test_backend_vocabulary_and_table_encoders_refuse_onnx(cli):
 def test_query_path_imports_no_torch(onnx_encoders, index_dir):
     """`rag search` and `rag ask --llm extractive` with an ONNX backend, each in a fresh interpreter: after the
     answer is printed, sys.modules holds no torch, transformers or sentence-transformers."""
-    from rag.corpus import load_corpus
-    from rag.store import build_and_save
+    from rag.data.corpus import load_corpus
+    from rag.index.store import build_and_save
 
-    build_and_save(load_corpus("builtin"), "minilm", backend="onnx")
-    probe = ("import sys, json; sys.argv = ['rag'] + sys.argv[1:]\n"
-             "from cli import app\n"
-             "code = 'returned'\ntry:\n    app()\nexcept SystemExit as e:\n    code = e.code\n"
-             f"print('\\nLOADED', json.dumps([m for m in {HEAVY!r} if m in sys.modules]), code)\n")
+    build_and_save(load_corpus("builtin"), IndexSpec("minilm", backend="onnx"))
+    probe = (
+        "import sys, json; sys.argv = ['rag'] + sys.argv[1:]\n"
+        "from cli import app\n"
+        "code = 'returned'\ntry:\n    app()\nexcept SystemExit as e:\n    code = e.code\n"
+        f"print('\\nLOADED', json.dumps([m for m in {HEAVY!r} if m in sys.modules]), code)\n"
+    )
     env = {**os.environ, "COLUMNS": "120"}
     outputs = []
-    for args in (["search", "What does the embedding dimension control?", "--backend", "onnx", "--json"],
-                 ["ask", "What does the embedding dimension control?", "--llm", "extractive", "--backend", "onnx-int8"]):
-        done = subprocess.run([sys.executable, "-c", probe, *args], cwd=REPO, env=env, capture_output=True, text=True,
-                              timeout=300)
+    for args in (
+        ["search", "What does the embedding dimension control?", "--backend", "onnx", "--json"],
+        ["ask", "What does the embedding dimension control?", "--llm", "extractive", "--backend", "onnx-int8"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+        )
         *printed, last = done.stdout.strip().splitlines()
         assert last == "LOADED [] 0", (args[0], last, done.stderr[-2000:])
         outputs.append("\n".join(printed))
@@ -126,10 +132,10 @@ def test_index_from_another_backend_is_checked_on_its_probe_set(onnx_encoders, s
     texts is refused with a hint; an old index without a probe set is accepted only by a same-vectors backend."""
     from rag.encoders import get_encoder
     from rag.encoders.probe import PROBE_MIN_COSINE, accept_backend, check_probe
-    from rag.store import build_and_save, load_index
+    from rag.index.store import build_and_save, load_index
 
-    build_and_save(scifact_small, "minilm", kind="flat", backend="onnx-int8")
-    loaded = load_index(scifact_small, "minilm", backend="onnx")  # probe check runs: fp32 vs int8 vectors
+    build_and_save(scifact_small, IndexSpec("minilm", kind="flat", backend="onnx-int8"))
+    loaded = load_index(scifact_small, IndexSpec("minilm"), backend="onnx")  # probe check runs: fp32 vs int8 vectors
     assert loaded.manifest["backend"] == "onnx-int8" and "probe.npz" in loaded.manifest["files"]
     agreement = accept_backend(loaded.path, loaded.manifest, "minilm", "onnx", "rebuild")
     assert agreement["n"] == 8 and PROBE_MIN_COSINE <= agreement["mean"] < 0.99999

@@ -1,12 +1,15 @@
 """Reducers beyond PCA: distill (learned without labels), ITQ rotations, pseudo-queries, the opq-pq kind.
 
 Real MiniLM vectors of a real SciFact subset; real FAISS; real torch training (a few seconds of budget)."""
+
 import numpy as np
 import pytest
 
 from rag.encoders import get_encoder
 from rag.encoders.cache import embed_corpus
-from rag.index import SearchIndex, build_index, code_bytes, pq_shape
+from rag.index.kinds import code_bytes, pq_shape
+from rag.index.search_index import SearchIndex, build_index
+from rag.index.spec import IndexSpec
 from rag.reduce import Reducer, ReducerWarning
 from rag.reduce.distill import overlap_at_k
 from rag.reduce.pseudo import picked_documents, pseudo_query_texts, pseudo_query_vectors
@@ -44,7 +47,9 @@ def test_distill_keeps_more_of_the_full_width_neighbours_than_pca_and_round_trip
     n_val = info["held_out_queries"]
     val = queries[:n_val] / np.linalg.norm(queries[:n_val], axis=1, keepdims=True)
     ref = np.argpartition(-(val @ docs.T), 9, axis=1)[:, :10]
-    assert overlap_at_k(distill.transform(val), distill.transform(docs), ref) == pytest.approx(info["overlap@10"], abs=1e-3)
+    assert overlap_at_k(distill.transform(val), distill.transform(docs), ref) == pytest.approx(
+        info["overlap@10"], abs=1e-3
+    )
     distill.save(tmp_path)
     back = Reducer.load(tmp_path)
     assert back.kind == "distill" and back.fit_info == info
@@ -87,11 +92,11 @@ def test_opq_pq_builds_searches_and_round_trips(vectors, tmp_path):
 
 @pytest.mark.slow
 def test_a_distilled_binary_index_is_built_stored_and_loaded_with_its_learned_reducer(scifact_small):
-    from rag.store import build_and_save, load_index
+    from rag.index.store import build_and_save, load_index
 
-    manifest = build_and_save(scifact_small, "minilm", 32, "binary", "distill-itq")
+    manifest = build_and_save(scifact_small, IndexSpec("minilm", 32, "binary", "distill-itq"))
     assert manifest["reduce"] == "distill-itq" and manifest["path"].endswith("-distill-itq")
-    loaded = load_index(scifact_small, "minilm", 32, "binary", "distill-itq")
+    loaded = load_index(scifact_small, IndexSpec("minilm", 32, "binary", "distill-itq"))
     reducer = loaded.reducer
     assert reducer.kind == "distill-itq" and reducer.fit_info["steps"] > 0 and reducer.matrix.shape == (384, 32)
     enc = get_encoder("minilm")

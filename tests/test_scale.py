@@ -20,7 +20,7 @@ def pool(scifact_small):
 
 
 def test_synthetic_vectors_match_the_real_mean_and_are_unit_length(pool):
-    from rag.scale import GaussianFit
+    from rag.bench.scale import GaussianFit
 
     x = GaussianFit(pool).sample(4000, np.random.default_rng(0))
     assert x.shape == (4000, pool.shape[1]) and x.dtype == np.float32
@@ -31,7 +31,7 @@ def test_synthetic_vectors_match_the_real_mean_and_are_unit_length(pool):
 
 
 def test_exact_topk_in_chunks_equals_one_matrix_product():
-    from rag.scale import exact_topk
+    from rag.bench.scale import exact_topk
 
     rng = np.random.default_rng(1)
     base, q = rng.standard_normal((1000, 16)).astype(np.float32), rng.standard_normal((7, 16)).astype(np.float32)
@@ -41,11 +41,20 @@ def test_exact_topk_in_chunks_equals_one_matrix_product():
 
 @pytest.mark.slow
 def test_grid_measures_every_cell_fits_growth_and_resumes(pool, tmp_path):
-    from rag.scale import DEFAULT_KINDS, load_results, run_scale
+    from rag.bench.scale import DEFAULT_KINDS, load_results, run_scale
 
     out = tmp_path / "scale"
-    r = run_scale(out, ns=(100, 1000), dims=(32,), kinds=DEFAULT_KINDS, n_queries=20, single=5,
-                  isolate=False, pool=pool, bandwidth_mb=64)
+    r = run_scale(
+        out,
+        ns=(100, 1000),
+        dims=(32,),
+        kinds=DEFAULT_KINDS,
+        n_queries=20,
+        single=5,
+        isolate=False,
+        pool=pool,
+        bandwidth_mb=64,
+    )
     cells = {(c["n"], c["kind"]): c for c in r["cells"]}
     assert len(cells) == 2 * len(DEFAULT_KINDS)
     assert r["data"] == {"100": "real", "1000": "synthetic"}  # 140 real vectors: enough for N=100 + 20 queries
@@ -59,14 +68,23 @@ def test_grid_measures_every_cell_fits_growth_and_resumes(pool, tmp_path):
     assert load_results(out / "results.json")["cells"] == r["cells"]  # written as it goes
     assert not list((out / "work").glob("*.npy"))  # the vectors are removed once measured
 
-    again = run_scale(out, ns=(100, 1000), dims=(32,), kinds=DEFAULT_KINDS, n_queries=20, isolate=False,
-                      pool=pool, resume=True, bandwidth_mb=64)
+    again = run_scale(
+        out,
+        ns=(100, 1000),
+        dims=(32,),
+        kinds=DEFAULT_KINDS,
+        n_queries=20,
+        isolate=False,
+        pool=pool,
+        resume=True,
+        bandwidth_mb=64,
+    )
     assert again["cells"] == r["cells"]  # nothing measured twice
 
 
 @pytest.mark.slow
 def test_an_isolated_cell_reports_its_own_peak_rss(pool, tmp_path):
-    from rag.scale import prepare, run_isolated
+    from rag.bench.scale import prepare, run_isolated
 
     data = prepare(tmp_path, pool, 100_000, (64,), n_queries=10)
     cell = run_isolated(data["dims"][64], "flat", single=3)
@@ -76,19 +94,31 @@ def test_an_isolated_cell_reports_its_own_peak_rss(pool, tmp_path):
 
 
 def test_hnsw_above_its_limit_is_skipped_with_the_reason(pool, tmp_path):
-    from rag.scale import run_scale
+    from rag.bench.scale import run_scale
 
-    r = run_scale(tmp_path, ns=(500,), dims=(8,), kinds=("flat", "hnsw"), n_queries=10, single=2, hnsw_max=400,
-                  isolate=False, pool=pool, bandwidth_mb=64)
+    r = run_scale(
+        tmp_path,
+        ns=(500,),
+        dims=(8,),
+        kinds=("flat", "hnsw"),
+        n_queries=10,
+        single=2,
+        hnsw_max=400,
+        isolate=False,
+        pool=pool,
+        bandwidth_mb=64,
+    )
     assert [c["kind"] for c in r["cells"]] == ["flat"]
     assert r["skipped"][0]["kind"] == "hnsw" and "400" in r["skipped"][0]["why"]
 
 
 def test_projection_arithmetic():
-    from rag.scale_report import project
+    from rag.bench.scale_report import project
 
-    cells = [{"kind": "flat", "d": 384, "n": n, "bytes_per_vector": 1536.0, "p50_ms": n / 1e4, "recall_at_10": 1.0}
-             for n in (10_000, 100_000)]
+    cells = [
+        {"kind": "flat", "d": 384, "n": n, "bytes_per_vector": 1536.0, "p50_ms": n / 1e4, "recall_at_10": 1.0}
+        for n in (10_000, 100_000)
+    ]
     results = {"cells": cells, "growth": [{"kind": "flat", "d": 384, "p50_ms": {"exponent": 1.0}}]}
     p = project(results, targets=(1e9,), ram_gb=256, usable=0.7, gpus=8, gpu_docs_per_s=5000, rtt_ms=2.0)
     row = p["rows"][0]
@@ -101,27 +131,53 @@ def test_projection_arithmetic():
 
 def test_cli_bench_scale_measures_and_projects(cli, pool, tmp_path):
     out = tmp_path / "s"
-    r = cli(["bench", "scale", "--n", "100,400", "--dims", "16", "--kinds", "flat,sq8", "--queries", "10",
-             "--single", "3", "--out", str(out), "--in-process", "--bandwidth-mb", "64", "--project", "1e8,1e9",
-             "--json"])
+    r = cli(
+        [
+            "bench",
+            "scale",
+            "--n",
+            "100,400",
+            "--dims",
+            "16",
+            "--kinds",
+            "flat,sq8",
+            "--queries",
+            "10",
+            "--single",
+            "3",
+            "--out",
+            str(out),
+            "--in-process",
+            "--bandwidth-mb",
+            "64",
+            "--project",
+            "1e8,1e9",
+            "--json",
+        ]
+    )
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
     assert {(c["n"], c["kind"]) for c in data["cells"]} == {(100, "flat"), (100, "sq8"), (400, "flat"), (400, "sq8")}
     assert {row["target"] for row in data["projection"]["rows"]} == {1e8, 1e9}
     assert all((out / f"scale-{m}.png").exists() for m in ("build_s", "p50_ms"))
-    r = cli(["bench", "scale", "--out", str(out), "--only-project", "--project", "1e9", "--markdown", str(out / "t.md")])
+    r = cli(
+        ["bench", "scale", "--out", str(out), "--only-project", "--project", "1e9", "--markdown", str(out / "t.md")]
+    )
     assert r.exit_code == 0, r.output
     assert "projection" in r.output and "encoding 1e+09 passages" in r.output
     md = (out / "t.md").read_text()
     assert "| 400 | 16 | sq8 |" in md and "| 1e+09 | flat | 16 |" in md
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--n", "ten"], ["--n", "comma-separated"]),
-    (["--kinds", "flat,annoy"], ["annoy", "ivf-pq"]),
-    (["--n", "10", "--queries", "10"], ["twice --queries"]),
-    (["--only-project", "--out", "{tmp}/empty"], ["no measured cells"]),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--n", "ten"], ["--n", "comma-separated"]),
+        (["--kinds", "flat,annoy"], ["annoy", "ivf-pq"]),
+        (["--n", "10", "--queries", "10"], ["twice --queries"]),
+        (["--only-project", "--out", "{tmp}/empty"], ["no measured cells"]),
+    ],
+)
 def test_cli_bench_scale_bad_input_is_one_line(cli, tmp_path, args, words):
     r = cli(["bench", "scale", *[a.replace("{tmp}", str(tmp_path)) for a in args]])
     assert r.exit_code != 0
@@ -130,14 +186,28 @@ def test_cli_bench_scale_bad_input_is_one_line(cli, tmp_path, args, words):
 
 
 def test_a_cell_skipped_once_and_measured_later_is_no_longer_listed_as_skipped():
-    from rag.scale import summarise
+    from rag.bench.scale import summarise
 
     def cell(n):
-        return {"n": n, "d": 8, "kind": "hnsw", "build_s": 1.0, "index_bytes": 10 * n, "peak_rss_mb": 50.0,
-                "p50_ms": 0.1, "p95_ms": 0.2, "batch_ms_per_query": 0.05}
+        return {
+            "n": n,
+            "d": 8,
+            "kind": "hnsw",
+            "build_s": 1.0,
+            "index_bytes": 10 * n,
+            "peak_rss_mb": 50.0,
+            "p50_ms": 0.1,
+            "p95_ms": 0.2,
+            "batch_ms_per_query": 0.05,
+        }
 
     skip = {"n": 1000, "d": 16, "kind": "hnsw", "why": "over --hnsw-max"}
-    r = summarise({"bandwidth": {"read_gb_s": 10.0}, "cells": [cell(100), cell(1000)],
-                   "skipped": [{"n": 1000, "d": 8, "kind": "hnsw", "why": "over --hnsw-max"}, skip]})
+    r = summarise(
+        {
+            "bandwidth": {"read_gb_s": 10.0},
+            "cells": [cell(100), cell(1000)],
+            "skipped": [{"n": 1000, "d": 8, "kind": "hnsw", "why": "over --hnsw-max"}, skip],
+        }
+    )
     assert r["skipped"] == [skip]  # (1000, 8) was measured after all; (1000, 16) was not
     assert r["growth"][0]["index_bytes"]["exponent"] == pytest.approx(1.0)

@@ -19,7 +19,7 @@ def pool(scifact_small):
 
 
 def test_rerank_keeps_the_exact_top_k_of_the_candidates_and_puts_missing_rows_last():
-    from rag.scale_pq import rerank
+    from rag.bench.pq_sweep import rerank
 
     rng = np.random.default_rng(0)
     base, q = rng.standard_normal((500, 16)).astype(np.float32), rng.standard_normal((4, 16)).astype(np.float32)
@@ -29,17 +29,17 @@ def test_rerank_keeps_the_exact_top_k_of_the_candidates_and_puts_missing_rows_la
     for i in range(len(q)):
         real = cand[i][cand[i] >= 0]
         want = real[np.argsort(-(base[real] @ q[i]))][:10]
-        assert rows[i][:len(want)].tolist() == want.tolist()
+        assert rows[i][: len(want)].tolist() == want.tolist()
     assert rows[0][5:].tolist() == [-1] * 5
     # every row a candidate: the rerank is exact search
-    from rag.scale import exact_topk
+    from rag.bench.scale import exact_topk
 
     assert np.array_equal(rerank(base, q, np.tile(np.arange(500), (4, 1)), 10), exact_topk(base, q, 10))
 
 
 def test_sweep_separates_the_coarse_ceiling_from_pq_loss_and_counts_bytes(pool, tmp_path):
-    from rag.scale import prepare
-    from rag.scale_pq import best_setting, sweep_one
+    from rag.bench.pq_sweep import best_setting, sweep_one
+    from rag.bench.scale import prepare
 
     paths = prepare(tmp_path, pool, 2000, (32,), 20, synthetic=True)["dims"][32]
     run = sweep_one(paths, repeats=1)
@@ -60,13 +60,14 @@ def test_sweep_separates_the_coarse_ceiling_from_pq_loss_and_counts_bytes(pool, 
     ram = {v: by[(v, 0)]["ram_bytes_per_vector"] for v in variants}
     assert ram["PQ16x4fs"] < ram["PQ8x8"] + 4 < ram["PQ16x8"]  # 8 B, 16 B and 8 B codes (+ ids, lists)
     best = best_setting(run)
-    assert best is None or (best["recall_at_10"] >= 0.9 and all(
-        r["qps"] <= best["qps"] for r in run["rows"] if r["recall_at_10"] >= 0.9))
+    assert best is None or (
+        best["recall_at_10"] >= 0.9 and all(r["qps"] <= best["qps"] for r in run["rows"] if r["recall_at_10"] >= 0.9)
+    )
 
 
 def test_both_sources_side_by_side_written_as_it_goes(pool, tmp_path):
-    from rag.scale_pq import run_pq_sweep
-    from rag.scale_report import pq_markdown
+    from rag.bench.pq_sweep import run_pq_sweep
+    from rag.bench.scale_report import pq_markdown
 
     r = run_pq_sweep(tmp_path, [100], [16], n_queries=20, repeats=1, pool=pool)
     assert [run["source"] for run in r["runs"]] == ["real", "synthetic"]  # 140 real vectors: enough for both
@@ -77,7 +78,7 @@ def test_both_sources_side_by_side_written_as_it_goes(pool, tmp_path):
 
 
 def test_rerank_cost_reads_the_candidates_warm_and_after_dropping_the_file_from_the_page_cache(tmp_path):
-    from rag.scale_pq import rerank_cost
+    from rag.bench.pq_sweep import rerank_cost
 
     rng = np.random.default_rng(0)
     path = tmp_path / "base.npy"

@@ -6,13 +6,13 @@ import socket
 
 import httpx
 import pytest
+from serve_helpers import inprocess_server  # noqa: F401  (a fixture)
 from typer.testing import CliRunner
 
 from cli import app
-from rag.client import ask_remote, search_remote
 from rag.config import RagError
 from rag.retrieve import RetrievalSettings
-from serve_helpers import inprocess_server  # noqa: F401  (a fixture)
+from rag.serve.client import ask_remote, search_remote
 
 runner = CliRunner()
 
@@ -65,8 +65,11 @@ def test_bench_serve_against_a_running_server(inprocess_server):
     assert result.exit_code == 0, result.output
     rows = [[cell.strip() for cell in line.split("│")[2:-1]] for line in result.output.splitlines() if "│ /" in line]
     assert [(r[0], r[1], r[2], r[3]) for r in rows] == [  # endpoint, mode, requests, errors
-        ("/search", "serial", "2", "0"), ("/ask", "serial", "2", "0"),
-        ("/search", "concurrent", "4", "0"), ("/ask", "concurrent", "4", "0")]
+        ("/search", "serial", "2", "0"),
+        ("/ask", "serial", "2", "0"),
+        ("/search", "concurrent", "4", "0"),
+        ("/ask", "concurrent", "4", "0"),
+    ]
     assert "throughput x" in result.output
 
 
@@ -149,11 +152,14 @@ def test_ask_server_honours_every_retrieval_option(inprocess_server):
     assert [p["id"] for p in remote["passages"]] == [p["id"] for p in local["passages"]]
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--allow", "colour=red"], "unknown field; allowed fields: corpus, encoder, dim"),
-    (["--allow", "corpus"], "write FIELD=VALUE"),
-    (["--corpus", "/no/such/folder"], "is not a folder"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--allow", "colour=red"], "unknown field; allowed fields: corpus, encoder, dim"),
+        (["--allow", "corpus"], "write FIELD=VALUE"),
+        (["--corpus", "/no/such/folder"], "is not a folder"),
+    ],
+)
 def test_serve_refuses_bad_operator_settings(args, message):
     result = runner.invoke(app, ["serve", "--no-warm", *args])
     assert result.exit_code == 2 and message in result.output, result.output
@@ -176,7 +182,9 @@ def test_config_file_reaches_the_policy(tmp_path):
     from rag.serve.policy import ServePolicy, read_config_file
 
     config = tmp_path / "serve.toml"
-    config.write_text('build_missing = true\nmax_open = 3\n[allow]\ncorpus = ["builtin", "scifact"]\ndim = [128, 384]\n')
+    config.write_text(
+        'build_missing = true\nmax_open = 3\n[allow]\ncorpus = ["builtin", "scifact"]\ndim = [128, 384]\n'
+    )
     policy = ServePolicy(**read_config_file(config))
     assert policy.build_missing and policy.max_open == 3
     assert policy.allowed("corpus") == ["builtin", "scifact"] and policy.allowed("dim") == ["128", "384"]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import httpx
 import pytest
-
 from conftest import wait_until
-from rag.commands.serve import free_port, start_server_process, stop_server_process, wait_healthy
-from rag.corpus import load_corpus
+
+from rag.bench.server_process import free_port, start_server_process, stop_server_process, wait_healthy
+from rag.data.corpus import load_corpus
+from rag.index.spec import IndexSpec
 
 PARAMS_QUESTION = "How many parameters does a 50k x 768 embedding table have?"
 
@@ -43,14 +43,25 @@ def post(server, path, body, timeout=60):
 def test_health_docs_and_openapi(server):
     health = httpx.get(server["url"] + "/health").json()
     assert health["status"] == "ok"
-    assert {"corpus": "builtin", "encoder": "minilm", "index": "flat", "retriever": "hybrid"}.items() <= health["loaded"][0].items()
+    assert {"corpus": "builtin", "encoder": "minilm", "index": "flat", "retriever": "hybrid"}.items() <= health[
+        "loaded"
+    ][0].items()
     docs = httpx.get(server["url"] + "/docs")
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
     assert "cdn" not in docs.text and "https://" not in docs.text  # works offline: assets come from this server
     for asset in ("swagger-ui-bundle.js", "swagger-ui.css"):
         assert httpx.get(server["url"] + "/docs/assets/" + asset).status_code == 200
     paths = httpx.get(server["url"] + "/openapi.json").json()["paths"]
-    assert {"/ask", "/search", "/health", "/indexes", "/config", "/metrics", "/v1/models", "/v1/chat/completions"} <= set(paths)
+    assert {
+        "/ask",
+        "/search",
+        "/health",
+        "/indexes",
+        "/config",
+        "/metrics",
+        "/v1/models",
+        "/v1/chat/completions",
+    } <= set(paths)
     ask = paths["/ask"]["post"]["responses"]
     assert ask["200"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/AskResponse"}
     assert "text/event-stream" in ask["200"]["content"]
@@ -92,8 +103,10 @@ def test_concurrent_first_requests_open_the_retriever_once(server):
     before = httpx.get(server["url"] + "/health").json()["opens"]
     body = {"question": PARAMS_QUESTION, "retriever": "dense", "index": "sq8", "k": 3}  # a key no test used yet
     statuses = []
-    threads = [threading.Thread(target=lambda: statuses.append(post(server, "/search", body, timeout=120).status_code))
-               for _ in range(8)]
+    threads = [
+        threading.Thread(target=lambda: statuses.append(post(server, "/search", body, timeout=120).status_code))
+        for _ in range(8)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -116,31 +129,44 @@ def test_indexes_lists_the_built_index(server):
 LONG = "word " * 1601  # 8,005 characters
 
 
-@pytest.mark.parametrize("path,body,status,message", [
-    ("/search", {"question": ""}, 422, "question is empty"),
-    ("/ask", {"question": "   \n "}, 422, "question is empty"),
-    ("/search", {"question": LONG}, 422, "limit is 8,000"),
-    ("/ask", {"question": LONG}, 422, "limit is 8,000"),
-    ("/search", {}, 422, "question: Field required"),
-    ("/search", {"question": "x", "corpus": "no-such-corpus"}, 403, "corpus 'no-such-corpus' is not served here"),
-    ("/ask", {"question": "x", "corpus": "/etc"}, 403, "allowed corpus values: builtin, scifact, hotpotqa, squad"),
-    ("/search", {"question": "x", "index": "no-such-index"}, 422, "index: Input should be 'flat'"),
-    ("/ask", {"question": "x", "index": "annoy"}, 422, "'ivf-flat', 'ivf-pq', 'hnsw', 'sq8'"),
-    ("/search", {"question": "x", "encoder": "bert-huge"}, 403, "encoder 'bert-huge' is not served here"),
-    ("/ask", {"question": "x", "encoder": "lm:/tmp/ckpt"}, 403, "is not served here; allowed encoder values: minilm"),
-    ("/search", {"question": "x", "k": 0}, 422, "k: Input should be greater than or equal to 1"),
-    ("/search", {"question": "x", "retriever": "magic"}, 422, "retriever"),
-    ("/search", {"question": "x", "dim": 999}, 422, "out of range for encoder minilm"),
-    ("/ask", {"question": "x", "max_steps": 0}, 422, "max_steps"),
-    ("/ask", {"question": "x", "max_steps": -2}, 422, "max_steps"),
-    ("/ask", {"question": "x", "llm": "gpt-17"}, 422, "llm: Input should be 'extractive', 'local' or 'openai'"),
-    ("/ask", {"question": "x", "llm": "local"}, 403, "llm 'local' is not served here; allowed llm values: extractive"),
-    ("/search", {"question": "x", "k": "5"}, 422, "k: Input should be a valid integer"),
-    ("/search", {"question": "x", "k": True}, 422, "k: Input should be a valid integer"),
-    ("/search", {"question": "x", "dim": 128.0}, 422, "dim: Input should be a valid integer"),
-    ("/search", {"question": "x", "kk": 5}, 422, "kk: unknown field"),
-    ("/ask", {"question": ["x"]}, 422, "question: Input should be a valid string"),
-])
+@pytest.mark.parametrize(
+    "path,body,status,message",
+    [
+        ("/search", {"question": ""}, 422, "question is empty"),
+        ("/ask", {"question": "   \n "}, 422, "question is empty"),
+        ("/search", {"question": LONG}, 422, "limit is 8,000"),
+        ("/ask", {"question": LONG}, 422, "limit is 8,000"),
+        ("/search", {}, 422, "question: Field required"),
+        ("/search", {"question": "x", "corpus": "no-such-corpus"}, 403, "corpus 'no-such-corpus' is not served here"),
+        ("/ask", {"question": "x", "corpus": "/etc"}, 403, "allowed corpus values: builtin, scifact, hotpotqa, squad"),
+        ("/search", {"question": "x", "index": "no-such-index"}, 422, "index: Input should be 'flat'"),
+        ("/ask", {"question": "x", "index": "annoy"}, 422, "'ivf-flat', 'ivf-pq', 'hnsw', 'sq8'"),
+        ("/search", {"question": "x", "encoder": "bert-huge"}, 403, "encoder 'bert-huge' is not served here"),
+        (
+            "/ask",
+            {"question": "x", "encoder": "lm:/tmp/ckpt"},
+            403,
+            "is not served here; allowed encoder values: minilm",
+        ),
+        ("/search", {"question": "x", "k": 0}, 422, "k: Input should be greater than or equal to 1"),
+        ("/search", {"question": "x", "retriever": "magic"}, 422, "retriever"),
+        ("/search", {"question": "x", "dim": 999}, 422, "out of range for encoder minilm"),
+        ("/ask", {"question": "x", "max_steps": 0}, 422, "max_steps"),
+        ("/ask", {"question": "x", "max_steps": -2}, 422, "max_steps"),
+        ("/ask", {"question": "x", "llm": "gpt-17"}, 422, "llm: Input should be 'extractive', 'local' or 'openai'"),
+        (
+            "/ask",
+            {"question": "x", "llm": "local"},
+            403,
+            "llm 'local' is not served here; allowed llm values: extractive",
+        ),
+        ("/search", {"question": "x", "k": "5"}, 422, "k: Input should be a valid integer"),
+        ("/search", {"question": "x", "k": True}, 422, "k: Input should be a valid integer"),
+        ("/search", {"question": "x", "dim": 128.0}, 422, "dim: Input should be a valid integer"),
+        ("/search", {"question": "x", "kk": 5}, 422, "kk: unknown field"),
+        ("/ask", {"question": ["x"]}, 422, "question: Input should be a valid string"),
+    ],
+)
 def test_bad_requests_get_a_status_and_a_message(server, path, body, status, message):
     response = post(server, path, body)
     assert response.status_code == status, response.text
@@ -156,7 +182,7 @@ def test_body_that_is_not_json_is_422(server):
 def test_rebuild_while_serving_swaps_atomically(server, builtin_ids, monkeypatch):
     """Requests keep running while the index is rebuilt twice (same kind) and another kind is built: no errors,
     every answer comes from a whole index, and the server moves to the newest version."""
-    from rag.store import build_and_save
+    from rag.index.store import build_and_save
 
     monkeypatch.setenv("RAG_INDEX_DIR", str(server["index_dir"]))
     corpus = load_corpus("builtin")
@@ -179,17 +205,19 @@ def test_rebuild_while_serving_swaps_atomically(server, builtin_ids, monkeypatch
                     failures.append(f"{path} {r.status_code} {r.text[:200]}")
                 done.append(path)
 
-    threads = [threading.Thread(target=hammer, args=("/search", {"question": PARAMS_QUESTION, "k": 5})) for _ in range(2)]
+    threads = [
+        threading.Thread(target=hammer, args=("/search", {"question": PARAMS_QUESTION, "k": 5})) for _ in range(2)
+    ]
     threads.append(threading.Thread(target=hammer, args=("/ask", {"question": PARAMS_QUESTION, "llm": "extractive"})))
     for t in threads:
         t.start()
     try:
         wait_until(lambda: len(done) >= 2, 60, "requests before the first rebuild")
-        build_and_save(corpus, "minilm", None, "flat")  # same kind: a new version behind the same symlink
+        build_and_save(corpus, IndexSpec("minilm", None, "flat"))  # same kind: a new version behind the same symlink
         seen = len(done)
         wait_until(lambda: len(done) >= seen + 2, 60, "requests across the first flip")
-        build_and_save(corpus, "minilm", None, "flat")
-        build_and_save(corpus, "minilm", 64, "hnsw")  # another kind while serving
+        build_and_save(corpus, IndexSpec("minilm", None, "flat"))
+        build_and_save(corpus, IndexSpec("minilm", 64, "hnsw"))  # another kind while serving
         seen = len(done)
         wait_until(lambda: len(done) >= seen + 3, 60, "requests after the last flip")
     finally:

@@ -6,7 +6,6 @@ import json
 
 import httpx
 import pytest
-
 from serve_helpers import inprocess_server  # noqa: F401  (a fixture)
 
 KEY = "test-key-0123456789abcdef"
@@ -24,9 +23,10 @@ def test_openai_client_lists_models_and_answers(served):
     client = OpenAI(base_url=served + "/v1", api_key=KEY)
     models = [m.id for m in client.models.list()]
     assert "rag-builtin-minilm-d384-flat-hybrid" in models and "rag" in models
-    reply = client.chat.completions.create(model="rag-builtin-minilm-d384-flat-hybrid",
-                                           messages=[{"role": "system", "content": "be brief"},
-                                                     {"role": "user", "content": QUESTION}])
+    reply = client.chat.completions.create(
+        model="rag-builtin-minilm-d384-flat-hybrid",
+        messages=[{"role": "system", "content": "be brief"}, {"role": "user", "content": QUESTION}],
+    )
     text = reply.choices[0].message.content
     assert "38,400,000" in text and "Sources:" in text and "[1]" in text
     assert reply.choices[0].finish_reason == "stop"
@@ -79,8 +79,9 @@ def test_ask_streams_steps_then_the_same_json(served):
 
 
 def test_search_json_matches_the_cli(served, cli):
-    remote = httpx.post(served + "/search", json={"question": QUESTION, "k": 3},
-                        headers={"authorization": f"Bearer {KEY}"}, timeout=60).json()
+    remote = httpx.post(
+        served + "/search", json={"question": QUESTION, "k": 3}, headers={"authorization": f"Bearer {KEY}"}, timeout=60
+    ).json()
     local = json.loads(cli(["search", QUESTION, "-k", "3", "--json"]).stdout)
     assert set(remote) == set(local)
     assert [p["id"] for p in remote["passages"]] == [p["id"] for p in local["passages"]]

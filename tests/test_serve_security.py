@@ -11,7 +11,6 @@ import uuid
 
 import httpx
 import pytest
-
 from conftest import wait_until
 from serve_helpers import inprocess_server  # noqa: F401  (a fixture)
 
@@ -30,12 +29,15 @@ def test_missing_indexes_are_not_built_on_request(inprocess_server, index_dir):
     response = post(url, {"question": Q, "corpus": "hotpotqa"})
     assert response.status_code == 404 and "--build-missing" in response.json()["detail"]
     assert time.perf_counter() - t0 < 10 and not (index_dir / "hotpotqa").exists()
-    statuses = {post(url, {"question": Q, "dim": d, "index": "hnsw", "retriever": "dense"}).status_code
-                for d in range(40, 60)}
+    statuses = {
+        post(url, {"question": Q, "dim": d, "index": "hnsw", "retriever": "dense"}).status_code for d in range(40, 60)
+    }
     assert statuses == {404}
     health = httpx.get(url + "/health").json()
     assert len(health["loaded"]) == 1 and health["builds"] == builds_at_start
-    assert sorted(p.name for p in (index_dir / "builtin").iterdir() if not p.name.startswith(".")) == ["minilm-d384-flat"]
+    assert sorted(p.name for p in (index_dir / "builtin").iterdir() if not p.name.startswith(".")) == [
+        "minilm-d384-flat"
+    ]
     smol = post(url, {"question": Q, "encoder": "smollm2-input-wbm25"})
     assert smol.status_code == 404  # refused before the 1 GB table is loaded
 
@@ -56,9 +58,11 @@ def test_bm25_is_not_built_either_unless_allowed(inprocess_server, tmp_path):
 def test_allowlist_refuses_with_the_allowed_values(inprocess_server):
     url = inprocess_server(allow={"corpus": ["builtin"], "dim": ["128", "384"], "encoder": ["minilm"]})
     assert post(url, {"question": Q}).status_code == 200
-    for body, message in [({"corpus": "scifact"}, "allowed corpus values: builtin"),
-                          ({"dim": 64}, "dim '64' is not served here; allowed dim values: 128, 384"),
-                          ({"encoder": "smollm2-input-wbm25"}, "allowed encoder values: minilm")]:
+    for body, message in [
+        ({"corpus": "scifact"}, "allowed corpus values: builtin"),
+        ({"dim": 64}, "dim '64' is not served here; allowed dim values: 128, 384"),
+        ({"encoder": "smollm2-input-wbm25"}, "allowed encoder values: minilm"),
+    ]:
         response = post(url, {"question": Q, **body})
         assert response.status_code == 403 and message in response.json()["detail"], response.text
     config = httpx.get(url + "/config").json()
@@ -99,8 +103,11 @@ def _app_pool(url):
 
     port = int(url.rsplit(":", 1)[1])
     for obj in gc.get_objects():
-        if isinstance(obj, uvicorn.Server) and obj.servers and \
-                any(s.getsockname()[1] == port for srv in obj.servers for s in srv.sockets):
+        if (
+            isinstance(obj, uvicorn.Server)
+            and obj.servers
+            and any(s.getsockname()[1] == port for srv in obj.servers for s in srv.sockets)
+        ):
             return obj.config.app.state.pool
     raise AssertionError("server not found")
 
@@ -114,15 +121,19 @@ def test_big_bodies_are_refused(inprocess_server):
     def chunks():  # no content-length: the limit is counted as the body streams in
         for _ in range(100):
             yield b"x" * 10_000
+
     response = httpx.post(url + "/search", content=chunks(), headers={"content-type": "application/json"}, timeout=30)
     assert response.status_code == 413
 
 
-@pytest.mark.parametrize("body,message", [
-    (b'{"question": "\\udcff what"}', "lone surrogate"),
-    (b'{"question": "caf\xe9"}', "not valid UTF-8"),
-    (b'{"question": "x", "corpus": "\\ud800"}', "lone surrogate"),
-])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        (b'{"question": "\\udcff what"}', "lone surrogate"),
+        (b'{"question": "caf\xe9"}', "not valid UTF-8"),
+        (b'{"question": "x", "corpus": "\\ud800"}', "lone surrogate"),
+    ],
+)
 def test_text_that_is_not_unicode_is_400(inprocess_server, body, message):
     url = inprocess_server(warm=[])
     for path in ("/search", "/ask", "/v1/chat/completions"):
@@ -148,8 +159,13 @@ def test_no_absolute_paths_in_errors_or_listings(inprocess_server, tmp_path, ind
     folder.mkdir()
     (folder / "a.md").write_text("# Kiwi\n\nThe kiwi is a flightless bird.\n")
     url = inprocess_server(corpora=[str(folder)])
-    for response in (post(url, {"question": "kiwi", "corpus": "docs"}), httpx.get(url + "/indexes"),
-                     httpx.get(url + "/health"), httpx.get(url + "/config"), httpx.get(url + "/v1/models")):
+    for response in (
+        post(url, {"question": "kiwi", "corpus": "docs"}),
+        httpx.get(url + "/indexes"),
+        httpx.get(url + "/health"),
+        httpx.get(url + "/config"),
+        httpx.get(url + "/v1/models"),
+    ):
         assert str(tmp_path) not in response.text and str(index_dir) not in response.text, response.text
     assert "rag index build --corpus docs" in post(url, {"question": "kiwi", "corpus": "docs"}).json()["detail"]
 
@@ -158,20 +174,30 @@ def test_hosts_are_checked(inprocess_server):
     url = inprocess_server(warm=[])
     assert httpx.get(url + "/health", headers={"host": "evil.example"}).status_code == 400  # DNS rebinding
     assert httpx.get(url + "/health", headers={"host": "localhost:8000"}).status_code == 200
-    preflight = httpx.options(url + "/search", headers={"origin": "http://evil.example",
-                                                        "access-control-request-method": "POST"})
+    preflight = httpx.options(
+        url + "/search", headers={"origin": "http://evil.example", "access-control-request-method": "POST"}
+    )
     assert "access-control-allow-origin" not in preflight.headers  # CORS off unless configured
     cors = inprocess_server(warm=[], cors_origins=["http://ui.example"])
-    allowed = httpx.options(cors + "/search", headers={"origin": "http://ui.example",
-                                                       "access-control-request-method": "POST"})
+    allowed = httpx.options(
+        cors + "/search", headers={"origin": "http://ui.example", "access-control-request-method": "POST"}
+    )
     assert allowed.headers["access-control-allow-origin"] == "http://ui.example"
 
 
 def test_api_key_is_required_everywhere_but_health(inprocess_server):
     url = inprocess_server(api_key=KEY)
     assert httpx.get(url + "/health").status_code == 200
-    for method, path in [("GET", "/indexes"), ("GET", "/metrics"), ("GET", "/config"), ("GET", "/docs"),
-                         ("GET", "/openapi.json"), ("POST", "/search"), ("POST", "/ask"), ("GET", "/v1/models")]:
+    for method, path in [
+        ("GET", "/indexes"),
+        ("GET", "/metrics"),
+        ("GET", "/config"),
+        ("GET", "/docs"),
+        ("GET", "/openapi.json"),
+        ("POST", "/search"),
+        ("POST", "/ask"),
+        ("GET", "/v1/models"),
+    ]:
         for headers in ({}, {"authorization": "Bearer wrong"}, {"authorization": KEY}):
             response = httpx.request(method, url + path, json={"question": Q}, headers=headers, timeout=30)
             assert response.status_code == 401 and response.headers["www-authenticate"].startswith("Bearer"), path
@@ -193,6 +219,7 @@ def test_idle_and_slow_connections_are_closed(inprocess_server):
                 time.sleep(0.05)
         except OSError:
             closed.append("slow")
+
     thread = threading.Thread(target=trickle)
     thread.start()
     idle.settimeout(10)
@@ -220,13 +247,29 @@ def test_docker_image_builds_and_serves(tmp_path):
     import subprocess
 
     from conftest import REPO
-    from rag.commands.serve import free_port, wait_healthy
+
+    from rag.bench.server_process import free_port, wait_healthy
 
     subprocess.run(["make", "docker"], cwd=REPO, check=True, timeout=3600)
     port = free_port()
     name = f"rag-test-{port}"
-    subprocess.run(["docker", "run", "-d", "--rm", "--name", name, "-p", f"127.0.0.1:{port}:8000",
-                    "-e", f"RAG_API_KEY={KEY}", "rag:latest"], check=True, timeout=60)
+    subprocess.run(
+        [
+            "docker",
+            "run",
+            "-d",
+            "--rm",
+            "--name",
+            name,
+            "-p",
+            f"127.0.0.1:{port}:8000",
+            "-e",
+            f"RAG_API_KEY={KEY}",
+            "rag:latest",
+        ],
+        check=True,
+        timeout=60,
+    )
     try:
         wait_healthy(f"http://127.0.0.1:{port}", None, timeout=300)
         response = post(f"http://127.0.0.1:{port}", {"question": Q}, headers={"authorization": f"Bearer {KEY}"})

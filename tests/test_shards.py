@@ -13,6 +13,8 @@ import time
 import numpy as np
 import pytest
 
+from rag.index.spec import IndexSpec
+
 ray = pytest.importorskip("ray", reason="the scale extra (pip install -e '.[scale]') is not installed")
 
 pytestmark = pytest.mark.slow  # one local Ray instance (about 20 s to start on a busy 2-core box)
@@ -20,7 +22,7 @@ pytestmark = pytest.mark.slow  # one local Ray instance (about 20 s to start on 
 
 @pytest.fixture(scope="module")
 def local_ray():
-    from rag.shards import connect
+    from rag.index.shards import connect
 
     yield connect(num_cpus=2)
     ray.shutdown()
@@ -29,26 +31,28 @@ def local_ray():
 @pytest.fixture(scope="module")
 def small_corpus(data_dir):
     """About 20 real SciFact abstracts: small enough for Ray Data to encode them in a test."""
-    from rag.corpus import load_corpus, subset
+    from rag.data.corpus import load_corpus
+    from rag.data.judgments import subset
 
     return subset(load_corpus("scifact"), n_queries=6, n_extra_docs=12, seed=3)
 
 
 def single_top(corpus, kind, vectors, k=10):
-    from rag.store import load_index
+    from rag.index.store import load_index
 
-    return load_index(corpus, "minilm", 384, kind, "pca").index.search(vectors, k)
+    return load_index(corpus, IndexSpec("minilm", 384, kind, "pca")).index.search(vectors, k)
 
 
 def test_ray_data_encodes_like_one_process_and_two_flat_shards_match_the_single_index(
-        local_ray, small_corpus, tmp_path, monkeypatch):
+    local_ray, small_corpus, tmp_path, monkeypatch
+):
     from rag.encoders import get_encoder
     from rag.encoders.base import document_text
-    from rag.shards import ShardSet, build_sharded
-    from rag.store import build_and_save
+    from rag.index.shards import ShardSet, build_sharded
+    from rag.index.store import build_and_save
 
     monkeypatch.setenv("RAG_CACHE_DIR", str(tmp_path / "cache"))  # nothing cached: Ray Data must encode
-    summary = build_sharded(small_corpus, "minilm", None, "flat", "pca", shards=2)
+    summary = build_sharded(small_corpus, IndexSpec("minilm", None, "flat", "pca"), shards=2)
     assert summary["encoded_by"] == "ray-data" and summary["shards"] == 2
     assert sum(summary["shard_vectors"]) == len(small_corpus.passages)
     from rag.encoders.cache import cached_embeddings
@@ -57,7 +61,9 @@ def test_ray_data_encodes_like_one_process_and_two_flat_shards_match_the_single_
     texts = [document_text(p) for p in small_corpus.passages[:12]]
     assert np.allclose(ray_vectors[:12], get_encoder("minilm").encode(texts, kind="document"), atol=1e-5)
 
-    build_and_save(small_corpus, "minilm", None, "flat", "pca")  # the single index, from the same cached vectors
+    build_and_save(
+        small_corpus, IndexSpec("minilm", None, "flat", "pca")
+    )  # the single index, from the same cached vectors
     queries = [q.text for q in small_corpus.queries[:6]]
     for engine in ("local", "ray"):
         shard_set = ShardSet(summary["path"], engine)
@@ -73,8 +79,9 @@ def test_ray_data_encodes_like_one_process_and_two_flat_shards_match_the_single_
 
 def test_ivf_and_sq8_shards_share_one_quantizer_and_keep_the_single_recall(pool_vectors):
     """Two shards over 10k MiniLM-like vectors against one index over all of them, both against exact search."""
-    from rag.index import SearchIndex, import_faiss, set_search_params
-    from rag.shards import build_part, merge_topk, train_template
+    from rag.index.kinds import import_faiss, set_search_params
+    from rag.index.search_index import SearchIndex
+    from rag.index.shards import build_part, merge_topk, train_template
 
     faiss = import_faiss()
     base, queries = pool_vectors
@@ -100,10 +107,10 @@ def test_ivf_and_sq8_shards_share_one_quantizer_and_keep_the_single_recall(pool_
 
 @pytest.fixture(scope="module")
 def pool_vectors(scifact_small):
+    from rag.bench.scale import GaussianFit
     from rag.encoders import get_encoder
     from rag.encoders.cache import cached_embeddings, embed_corpus
     from rag.reduce import Reducer
-    from rag.scale import GaussianFit
 
     cached = cached_embeddings(scifact_small, "minilm")
     pool = cached[0] if cached else embed_corpus(scifact_small, get_encoder("minilm"))
@@ -115,10 +122,12 @@ def pool_vectors(scifact_small):
 @pytest.fixture(scope="module")
 def built_shards(local_ray, scifact_small):
     """Two flat shards of the SciFact subset at full width and two at d=64 (vectors from the cache)."""
-    from rag.shards import build_sharded
+    from rag.index.shards import build_sharded
 
-    return (build_sharded(scifact_small, "minilm", None, "flat", "pca", shards=2),
-            build_sharded(scifact_small, "minilm", 64, "flat", "pca", shards=2))
+    return (
+        build_sharded(scifact_small, IndexSpec("minilm", None, "flat", "pca"), shards=2),
+        build_sharded(scifact_small, IndexSpec("minilm", 64, "flat", "pca"), shards=2),
+    )
 
 
 @pytest.fixture
@@ -132,7 +141,7 @@ def shard_copy(built_shards, tmp_path):
 
 
 def test_a_shard_whose_manifest_disagrees_is_refused(built_shards, shard_copy):
-    from rag.shards import ShardMismatch, ShardSet
+    from rag.index.shards import ShardMismatch, ShardSet
 
     other = os.path.realpath(os.path.join(built_shards[1]["path"], "shard-1"))  # the d=64 set's shard-1
     (shard_copy / "shard-1").unlink()
@@ -142,7 +151,7 @@ def test_a_shard_whose_manifest_disagrees_is_refused(built_shards, shard_copy):
 
 
 def test_a_missing_shard_is_named_unless_partial_results_are_allowed(shard_copy, scifact_small):
-    from rag.shards import ShardLost, ShardSet
+    from rag.index.shards import ShardLost, ShardSet
 
     (shard_copy / "shard-1").unlink()
     with pytest.raises(ShardLost, match="shard-1 of 2 missing"):
@@ -154,7 +163,7 @@ def test_a_missing_shard_is_named_unless_partial_results_are_allowed(shard_copy,
 
 
 def test_a_shard_actor_lost_at_query_time_is_an_error_naming_it(built_shards):
-    from rag.shards import ShardLost, ShardSet
+    from rag.index.shards import ShardLost, ShardSet
 
     shard_set = ShardSet(built_shards[0]["path"], "ray", timeout_s=30)
     q = shard_set.encode(["vitamin D deficiency"])
@@ -169,30 +178,41 @@ def test_a_shard_actor_lost_at_query_time_is_an_error_naming_it(built_shards):
 
 def test_unreachable_address_fails_fast_and_names_it(local_ray, scifact_small):
     from rag.config import RagError
-    from rag.shards import build_sharded
+    from rag.index.shards import build_sharded
 
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     start = time.monotonic()
     with pytest.raises(RagError, match=f"127.0.0.1:{port}"):
-        build_sharded(scifact_small, "minilm", None, "flat", "pca", shards=2, address=f"ray://127.0.0.1:{port}")
+        build_sharded(
+            scifact_small, IndexSpec("minilm", None, "flat", "pca"), shards=2, address=f"ray://127.0.0.1:{port}"
+        )
     assert time.monotonic() - start < 30
 
 
 def test_searching_shards_locally_never_imports_ray(built_shards):
-    code = ("import sys, cli; from rag.shards import ShardSet; s = ShardSet(sys.argv[1]); "
-            "h = s.search(s.encode(['protein folding']), 3); print(len(h.rows[0]), 'ray' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code, built_shards[0]["path"]], capture_output=True, text=True,
-                         timeout=120, env=os.environ)
+    code = (
+        "import sys, cli; from rag.index.shards import ShardSet; s = ShardSet(sys.argv[1]); "
+        "h = s.search(s.encode(['protein folding']), 3); print(len(h.rows[0]), 'ray' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, built_shards[0]["path"]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=os.environ,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["3", "False"]
 
 
 def test_engine_ray_without_ray_is_one_line_naming_the_extra(tmp_path):
-    code = ("import sys; sys.modules['ray'] = None; from typer.testing import CliRunner; from cli import app; "
-            "r = CliRunner().invoke(app, ['index', 'build', '--corpus', 'builtin', '--engine', 'ray']); "
-            "print(r.exit_code); print(r.output)")
+    code = (
+        "import sys; sys.modules['ray'] = None; from typer.testing import CliRunner; from cli import app; "
+        "r = CliRunner().invoke(app, ['index', 'build', '--corpus', 'builtin', '--engine', 'ray']); "
+        "print(r.exit_code); print(r.output)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=os.environ)
     code_line, *rest = out.stdout.strip().splitlines()
     assert code_line == "1", out.stdout + out.stderr
@@ -215,11 +235,14 @@ def test_cli_builds_and_searches_shards_like_the_single_index(cli, local_ray):
     assert sharded == single
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--shards", "0"], ["--shards", "1 to"]),
-    (["--engine", "spark"], ["spark", "ray"]),
-    (["--address", "nonsense"], ["nonsense"]),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--shards", "0"], ["--shards", "1 to"]),
+        (["--engine", "spark"], ["spark", "ray"]),
+        (["--address", "nonsense"], ["nonsense"]),
+    ],
+)
 def test_cli_sharded_build_bad_input_is_one_line(cli, local_ray, args, words):
     r = cli(["index", "build", "--corpus", "builtin", "--engine", "ray", *args])
     assert r.exit_code != 0 and "Traceback" not in r.output

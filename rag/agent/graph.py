@@ -15,9 +15,21 @@ import time
 from functools import partial
 from typing import Callable
 
-from rag.agent.llm import ExtractiveBackend, check_llm, get_backend
-from rag.agent.nodes import (AgentContext, AgentState, after_hop, analyze, answer, grade, hop, ranked_ids, retrieve,
-                             rewrite, route)
+from rag.agent.llm import ExtractiveBackend, get_backend
+from rag.agent.nodes import (
+    AgentContext,
+    AgentState,
+    after_hop,
+    analyze,
+    answer,
+    grade,
+    hop,
+    ranked_ids,
+    retrieve,
+    rewrite,
+    route,
+)
+from rag.agent.settings import DEFAULT_AGENT, AgentSettings
 from rag.agent.tools import title_linker
 from rag.config import RagError, check_question
 from rag.retrieve import RetrievalSettings, Retriever, open_retriever
@@ -27,6 +39,7 @@ NODES = {"analyze": analyze, "retrieve": retrieve, "grade": grade, "rewrite": re
 
 def timed(name: str, node: Callable, ctx: AgentContext, timings: dict, on_step: Callable | None) -> Callable:
     """node bound to ctx, as LangGraph calls it: adds its time to timings[name_ms], stamps and streams its steps."""
+
     def run(state: AgentState) -> dict:
         t0 = time.perf_counter()
         update = node(state, ctx)
@@ -37,6 +50,7 @@ def timed(name: str, node: Callable, ctx: AgentContext, timings: dict, on_step: 
             if on_step:
                 on_step(step)
         return update
+
     return run
 
 
@@ -58,14 +72,21 @@ def build_graph(ctx: AgentContext, on_step: Callable | None = None):
     return g.compile(), timings
 
 
-def run_agent(question: str, settings: RetrievalSettings | None = None, *, llm="extractive", max_steps: int = 4,
-              on_step: Callable | None = None, short_answer: bool = False, use_lookup: bool = True,
-              retriever: Retriever | None = None) -> dict:
+def run_agent(
+    question: str,
+    settings: RetrievalSettings | None = None,
+    agent: AgentSettings = DEFAULT_AGENT,
+    *,
+    backend=None,
+    on_step: Callable | None = None,
+    retriever: Retriever | None = None,
+) -> dict:
     """Answer a question with the agent graph.
 
     settings: a rag.retrieve.RetrievalSettings; its k is the number of hits per search (a retriever passed in keeps
       its own mode, fusion and weight). Default: that retriever's own settings, else RetrievalSettings().
-    llm: a backend name (rag.agent.llm.LLM_BACKENDS) or an already-built backend, reused as is.
+    agent: rag.agent.settings.AgentSettings (the LLM backend by name, the bound on retrieval rounds, ...).
+    backend: an already-built LLM backend, reused as is (evaluations build one per run); overrides agent.llm.
     retriever: an already-open rag.retrieve.Retriever; otherwise open_retriever(settings), the shared cache.
     Returns {question, answer, citations, steps, timings, warnings, mode, sub_questions, rounds, retrieved};
     on_step(step) is called as each node finishes."""
@@ -74,36 +95,57 @@ def run_agent(question: str, settings: RetrievalSettings | None = None, *, llm="
     if settings is None:
         settings = retriever.settings if retriever is not None else RetrievalSettings()
     settings = settings.validated()
-    if not isinstance(max_steps, int) or max_steps < 1:
-        raise RagError(f"max_steps must be at least 1 (got {max_steps}); try --max-steps 4")
-    if isinstance(llm, str):
-        check_llm(llm)
+    agent = agent.validated()
     if retriever is None:
         retriever = open_retriever(settings)
     t_open = time.perf_counter()
-    backend, warnings = _backend(llm)
-    if llm == "extractive" and retriever.encoder is not None:  # rank sentences by the retriever's own encoder too
-        backend = ExtractiveBackend(backend.max_sentences, embed=lambda texts: retriever.encoder.encode(texts))
+    chosen, warnings = _backend(backend if backend is not None else agent.llm)
+    if backend is None and not warnings and isinstance(chosen, ExtractiveBackend) and retriever.encoder is not None:
+        # the extractive backend asked for by name ranks sentences by the retriever's own encoder too
+        chosen = ExtractiveBackend(chosen.max_sentences, embed=lambda texts: retriever.encoder.encode(texts))
     steps = [{"node": "backend", "warning": w} for w in warnings]
     if on_step:
         for step in steps:
             on_step(step)
-    ctx = AgentContext(retriever, backend, k=settings.k, max_steps=max_steps, short_answer=short_answer,
-                       linker=title_linker(retriever.corpus) if use_lookup else None)
+    ctx = AgentContext(
+        retriever,
+        chosen,
+        k=settings.k,
+        max_steps=agent.max_steps,
+        short_answer=agent.short_answer,
+        linker=title_linker(retriever.corpus) if agent.use_lookup else None,
+    )
     graph, timings = build_graph(ctx, on_step)
-    state = graph.invoke({"question": question, "steps": [], "warnings": []},
-                         config={"recursion_limit": 4 * max_steps + 12})
+    state = graph.invoke(
+        {"question": question, "steps": [], "warnings": []}, config={"recursion_limit": 4 * agent.max_steps + 12}
+    )
     found = state["found"]
-    retrieved = [{"id": pid, "title": found[pid]["hit"].passage.title, "score": round(float(found[pid]["hit"].score), 4),
-                  "round": found[pid]["round"], "via": found[pid]["via"], "kept": bool(found[pid]["kept"])}
-                 for pid in ranked_ids(state)]
+    retrieved = [
+        {
+            "id": pid,
+            "title": found[pid]["hit"].passage.title,
+            "score": round(float(found[pid]["hit"].score), 4),
+            "round": found[pid]["round"],
+            "via": found[pid]["via"],
+            "kept": bool(found[pid]["kept"]),
+        }
+        for pid in ranked_ids(state)
+    ]
     timings = {key: round(v, 1) for key, v in timings.items()}
     timings["open_ms"] = round((t_open - t0) * 1e3, 1)
     timings["total_ms"] = round((time.perf_counter() - t0) * 1e3, 1)
-    return {"question": question, "answer": state["answer"], "citations": state["citations"],
-            "steps": steps + state["steps"], "timings": timings, "warnings": warnings + state["warnings"],
-            "mode": state["mode"], "sub_questions": state["sub_questions"], "rounds": state["round"],
-            "retrieved": retrieved}
+    return {
+        "question": question,
+        "answer": state["answer"],
+        "citations": state["citations"],
+        "steps": steps + state["steps"],
+        "timings": timings,
+        "warnings": warnings + state["warnings"],
+        "mode": state["mode"],
+        "sub_questions": state["sub_questions"],
+        "rounds": state["round"],
+        "retrieved": retrieved,
+    }
 
 
 def _backend(llm) -> tuple[object, list[str]]:
@@ -115,5 +157,6 @@ def _backend(llm) -> tuple[object, list[str]]:
     except RagError:
         raise
     except Exception as exc:
-        return ExtractiveBackend(), [f"llm backend '{llm}' unavailable ({type(exc).__name__}: {str(exc)[:120]}); "
-                                     "using extractive"]
+        return ExtractiveBackend(), [
+            f"llm backend '{llm}' unavailable ({type(exc).__name__}: {str(exc)[:120]}); using extractive"
+        ]

@@ -95,7 +95,7 @@ def corpus_sentences(quarter: int | tuple[int, ...], per_corpus: int = 200) -> l
     out), at most per_corpus from each corpus."""
     quarters = (quarter,) if isinstance(quarter, int) else tuple(quarter)
     from rag.agent.text import sentences
-    from rag.corpus import load_corpus
+    from rag.data.corpus import load_corpus
 
     out = []
     for name in ("builtin", "scifact", "hotpotqa"):
@@ -135,8 +135,10 @@ def main() -> None:
     w, b = fit(x, y)
     np.savez(WEIGHTS, w=w.astype(np.float32), b=np.float32(b))
     train_acc = float(((x @ w + b > 0) == (y == 1)).mean())
-    print(f"fitted on {len(positives)} injections and {len(negatives)} benign sentences; training accuracy "
-          f"{train_acc:.3f}; saved {Path(WEIGHTS).name}")
+    print(
+        f"fitted on {len(positives)} injections and {len(negatives)} benign sentences; training accuracy "
+        f"{train_acc:.3f}; saved {Path(WEIGHTS).name}"
+    )
 
 
 if __name__ == "__main__":

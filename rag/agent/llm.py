@@ -41,8 +41,13 @@ def format_context(passages: list[dict], max_words: int | None = None) -> str:
     return "\n\n".join(lines)
 
 
-def build_messages(question: str, passages: list[dict], notes: list[str] | None = None,
-                   max_words: int | None = None, short: bool = False) -> list[dict]:
+def build_messages(
+    question: str,
+    passages: list[dict],
+    notes: list[str] | None = None,
+    max_words: int | None = None,
+    short: bool = False,
+) -> list[dict]:
     """System rules first, then the context block, the tool notes and the question."""
     user = format_context(passages, max_words)
     if notes:
@@ -65,8 +70,9 @@ class ExtractiveBackend:
         self.max_sentences = max_sentences
         self.embed = embed
 
-    def ranked(self, question: str, passages: list[dict], sub_questions: list[str] | None = None,
-               memo: dict | None = None) -> list:
+    def ranked(
+        self, question: str, passages: list[dict], sub_questions: list[str] | None = None, memo: dict | None = None
+    ) -> list:
         """rank_sentences, re-ranked by encoder similarity when there is an encoder (memo: text -> vector)."""
         out = self.rank_sentences(question, passages, sub_questions)
         if not self.embed or not out:
@@ -76,8 +82,14 @@ class ExtractiveBackend:
     def judge(self, question: str, passages: list[dict]) -> list[bool] | None:
         return None
 
-    def answer(self, question: str, passages: list[dict], notes: list[str] | None = None,
-               sub_questions: list[str] | None = None, short: bool = False) -> str:
+    def answer(
+        self,
+        question: str,
+        passages: list[dict],
+        notes: list[str] | None = None,
+        sub_questions: list[str] | None = None,
+        short: bool = False,
+    ) -> str:
         """The best sentence for each sub-question (or the question), followed by the sentence after it when the
         answer is not short; then further good sentences up to max_sentences."""
         if short and not notes:
@@ -87,7 +99,7 @@ class ExtractiveBackend:
         picked: list[tuple[str, int]] = []
         calc_only = bool(notes) and not sub_questions  # the calculator answers it; one source sentence suffices
         memo: dict = {}
-        for target in ([question] if short else sub_questions or [question]):
+        for target in [question] if short else sub_questions or [question]:
             for score, sent, n, following in self.ranked(target, passages, memo=memo)[:1]:
                 if score > 0 and (sent, n) not in picked:
                     picked.append((sent, n))
@@ -119,8 +131,14 @@ class ExtractiveBackend:
             elif kind == "number":
                 found = next((m for m in _NUMBER.finditer(sent) if m.group(0).lower() not in q_words), None)
             else:
-                found = next((e for e in entities(sent) if not set(words(e)) <= q_words
-                              and not re.match(rf"(?:{_MONTHS})\b|\d", e)), None)
+                found = next(
+                    (
+                        e
+                        for e in entities(sent)
+                        if not set(words(e)) <= q_words and not re.match(rf"(?:{_MONTHS})\b|\d", e)
+                    ),
+                    None,
+                )
             if found:
                 text = found if isinstance(found, str) else found.group(0)
                 return f"{text.strip(' ,.;')} [{n}]"
@@ -136,8 +154,16 @@ class ExtractiveBackend:
             sents = [x for x in sentences(p["text"]) if not is_injection(x)]
             for i, sent in enumerate(sents):
                 following = sents[i + 1] if i + 1 < len(sents) else None
-                cands.append((rank, p["n"], sent, {stem(w) for w in words(sent)},
-                              {stem(w) for w in words(p["title"])}, following))
+                cands.append(
+                    (
+                        rank,
+                        p["n"],
+                        sent,
+                        {stem(w) for w in words(sent)},
+                        {stem(w) for w in words(p["title"])},
+                        following,
+                    )
+                )
         if not cands or not q:
             return []
         df = Counter(w for c in cands for w in c[3] if w in q)
@@ -168,15 +194,19 @@ def blend_similarity(ranked: list, targets: list[str], embed, memo: dict) -> lis
         memo.update(zip(need, np.asarray(embed(need), dtype=np.float32)))
     cos = (np.stack([memo[t] for t in texts]) @ np.stack([memo[t] for t in targets]).T).max(axis=1)
     best = max(r[0] for r in ranked) or 1.0
-    out = [((max(r[0], 0.0) / best + SIMILARITY_WEIGHT * float(c)) if r[0] > 0 or c >= MIN_SIMILARITY else 0.0,
-            *r[1:]) for r, c in zip(ranked, cos)]
+    out = [
+        ((max(r[0], 0.0) / best + SIMILARITY_WEIGHT * float(c)) if r[0] > 0 or c >= MIN_SIMILARITY else 0.0, *r[1:])
+        for r, c in zip(ranked, cos)
+    ]
     return sorted(out, key=lambda r: -r[0])
 
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DATE = re.compile(rf"\b(?:\d{{1,2}} (?:{_MONTHS}) \d{{4}}|(?:{_MONTHS}) \d{{1,2}}, \d{{4}}|(?:{_MONTHS}) \d{{4}})\b")
 _YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b")
-_NUMBER = re.compile(r"\b\d[\d,.]*(?:\s+(?:million|billion|thousand|hundred|percent|years?|km|miles?|metres|meters|feet|seats|people))?\b")
+_NUMBER = re.compile(
+    r"\b\d[\d,.]*(?:\s+(?:million|billion|thousand|hundred|percent|years?|km|miles?|metres|meters|feet|seats|people))?\b"
+)
 
 
 def answer_kind(question: str) -> str | None:
@@ -213,25 +243,42 @@ class OpenAIBackend:
         self.base_url = base_url or os.environ.get("RAG_OPENAI_BASE_URL") or "http://127.0.0.1:11434/v1"
         self.model = model or os.environ.get("RAG_OPENAI_MODEL") or "gpt-4o-mini"
         self.timeout = float(timeout or os.environ.get("RAG_OPENAI_TIMEOUT") or 30)
-        self.chat = ChatOpenAI(base_url=self.base_url, model=self.model, timeout=self.timeout, max_retries=0,
-                               api_key=os.environ.get("RAG_OPENAI_API_KEY") or "not-needed", temperature=0)
+        self.chat = ChatOpenAI(
+            base_url=self.base_url,
+            model=self.model,
+            timeout=self.timeout,
+            max_retries=0,
+            api_key=os.environ.get("RAG_OPENAI_API_KEY") or "not-needed",
+            temperature=0,
+        )
 
     def _complete(self, messages: list[dict]) -> str:
         reply = self.chat.invoke([(m["role"], m["content"]) for m in messages])
         return str(reply.content).strip()
 
     def judge(self, question: str, passages: list[dict]) -> list[bool] | None:
-        messages = [{"role": "system", "content": SYSTEM_PROMPT},
-                    {"role": "user", "content": format_context(passages, 120) + f"\n\nQuestion: {question}\n"
-                     "Which passages help answer the question? Reply only with their numbers, e.g. 1, 3, or 'none'."}]
+        messages = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {
+                "role": "user",
+                "content": format_context(passages, 120) + f"\n\nQuestion: {question}\n"
+                "Which passages help answer the question? Reply only with their numbers, e.g. 1, 3, or 'none'.",
+            },
+        ]
         reply = self._complete(messages)
         chosen = {int(x) for x in re.findall(r"\d+", reply)}
         if not chosen and "none" not in reply.lower():
             return None  # an unparseable judgement is no judgement
         return [p["n"] in chosen for p in passages]
 
-    def answer(self, question: str, passages: list[dict], notes: list[str] | None = None,
-               sub_questions: list[str] | None = None, short: bool = False) -> str:
+    def answer(
+        self,
+        question: str,
+        passages: list[dict],
+        notes: list[str] | None = None,
+        sub_questions: list[str] | None = None,
+        short: bool = False,
+    ) -> str:
         return self._complete(build_messages(question, passages, notes, short=short))
 
 
@@ -242,7 +289,7 @@ class LocalBackend:
     can_judge = False
 
     def __init__(self, max_new_tokens: int = 48, max_passages: int = 3, max_words: int = 80):
-        from rag.smollm2 import load_smollm2
+        from rag.encoders.smollm2 import load_smollm2
 
         self.tokenizer, self.model = load_smollm2()
         self.max_new_tokens, self.max_passages, self.max_words = max_new_tokens, max_passages, max_words
@@ -253,16 +300,27 @@ class LocalBackend:
     def generate(self, messages: list[dict], max_new_tokens: int | None = None) -> str:
         import torch
 
-        ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
-                                                 return_dict=True)
+        ids = self.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
         with torch.inference_mode():
-            out = self.model.generate(**ids, max_new_tokens=max_new_tokens or self.max_new_tokens, do_sample=False,
-                                      pad_token_id=self.tokenizer.eos_token_id)
-        text = self.tokenizer.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+            out = self.model.generate(
+                **ids,
+                max_new_tokens=max_new_tokens or self.max_new_tokens,
+                do_sample=False,
+                pad_token_id=self.tokenizer.eos_token_id,
+            )
+        text = self.tokenizer.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True)
         return re.split(r"\n\s*\n|\bQuestion:", text)[0].strip()  # a small model may run on into a new turn
 
-    def answer(self, question: str, passages: list[dict], notes: list[str] | None = None,
-               sub_questions: list[str] | None = None, short: bool = False) -> str:
+    def answer(
+        self,
+        question: str,
+        passages: list[dict],
+        notes: list[str] | None = None,
+        sub_questions: list[str] | None = None,
+        short: bool = False,
+    ) -> str:
         messages = build_messages(question, passages[: self.max_passages], notes, self.max_words, short=short)
         return self.generate(messages, max_new_tokens=24 if short else None)
 

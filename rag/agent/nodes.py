@@ -8,7 +8,7 @@ A "step" is one retrieval round (one or more queries searched together); max_ste
 Each round also runs the entity lookup (rag.agent.tools.TitleLinker): passages whose titles are named in the
 question (first round) or in the best first-hop passages (second hop). Bridge questions get their second hop
 from what the first hop found: the question plus each first-hop passage's title and new entities.
-All retrieved passages are ranked by tier (see ranked_ids); all_gold@10 in rag.agent_eval scores that list.
+All retrieved passages are ranked by tier (see ranked_ids); all_gold@10 in rag.studies.agent_eval scores that list.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
+from rag.agent.injection import screen_passages, scrub_answer
 from rag.agent.llm import ExtractiveBackend
 from rag.agent.planner import HOP_FROM, bridge_queries, nothing_found_answer, plan_question, rewrite_query
-from rag.agent.injection import screen_passages, scrub_answer
 from rag.agent.text import is_injection, overlap
 from rag.retrieve import Hit, Retriever
 
@@ -72,12 +72,29 @@ def analyze(state: AgentState, ctx: AgentContext) -> dict:
     pending += [{"query": q, "tier": 2} for q in plan["extra_queries"]]
     mentioned = ctx.linker.mentions(state["question"]) if ctx.linker else []
     lookups = [{"source": "titles named in the question", "ids": mentioned, "tier": 1}] if mentioned else []
-    step = {"node": "analyze", "mode": plan["mode"], "sub_questions": plan["sub_questions"],
-            "calculator": plan["calc"]["text"] if plan["calc"] else None,
-            "queries": [p["query"] for p in pending], "lookups": mentioned}
-    return {"mode": plan["mode"], "plan_hop": plan["hop"], "sub_questions": plan["sub_questions"], "calc": plan["calc"],
-            "bridge_template": plan["bridge_template"], "pending": pending, "lookups": lookups, "round": 0,
-            "hop": 1, "found": {}, "lists": [], "rewrites": 0, "steps": [step]}
+    step = {
+        "node": "analyze",
+        "mode": plan["mode"],
+        "sub_questions": plan["sub_questions"],
+        "calculator": plan["calc"]["text"] if plan["calc"] else None,
+        "queries": [p["query"] for p in pending],
+        "lookups": mentioned,
+    }
+    return {
+        "mode": plan["mode"],
+        "plan_hop": plan["hop"],
+        "sub_questions": plan["sub_questions"],
+        "calc": plan["calc"],
+        "bridge_template": plan["bridge_template"],
+        "pending": pending,
+        "lookups": lookups,
+        "round": 0,
+        "hop": 1,
+        "found": {},
+        "lists": [],
+        "rewrites": 0,
+        "steps": [step],
+    }
 
 
 def retrieve(state: AgentState, ctx: AgentContext) -> dict:
@@ -105,11 +122,23 @@ def retrieve(state: AgentState, ctx: AgentContext) -> dict:
         lists.append({"tier": lk["tier"], "source": lk["source"], "ids": lk["ids"]})
         for rank, pid in enumerate(lk["ids"]):
             add(pid, Hit(by_id[pid], 0.0), rank, state["question"], "lookup")
-    step = {"node": "retrieve", "round": rnd, "queries": [p["query"] for p in pending],
-            "lookups": [lk["source"] for lk in lookups],
-            "hits": [_hit_brief(found[i]["hit"]) for i in new_ids[: 2 * ctx.k]], "new": len(new_ids)}
-    return {"found": found, "lists": lists, "last_round": new_ids, "round": rnd, "pending": [], "lookups": [],
-            "steps": [step]}
+    step = {
+        "node": "retrieve",
+        "round": rnd,
+        "queries": [p["query"] for p in pending],
+        "lookups": [lk["source"] for lk in lookups],
+        "hits": [_hit_brief(found[i]["hit"]) for i in new_ids[: 2 * ctx.k]],
+        "new": len(new_ids),
+    }
+    return {
+        "found": found,
+        "lists": lists,
+        "last_round": new_ids,
+        "round": rnd,
+        "pending": [],
+        "lookups": [],
+        "steps": [step],
+    }
 
 
 def grade(state: AgentState, ctx: AgentContext) -> dict:
@@ -127,8 +156,10 @@ def grade(state: AgentState, ctx: AgentContext) -> dict:
         if is_injection(p.text):
             warnings.append(f"passage {pid} contains instruction-like text; it was treated as data")
     if getattr(ctx.backend, "can_judge", False) and ids:
-        passages = [{"n": j + 1, "id": pid, "title": found[pid]["hit"].passage.title,
-                     "text": found[pid]["hit"].passage.text} for j, pid in enumerate(ids)]
+        passages = [
+            {"n": j + 1, "id": pid, "title": found[pid]["hit"].passage.title, "text": found[pid]["hit"].passage.text}
+            for j, pid in enumerate(ids)
+        ]
         try:
             verdict = ctx.backend.judge(state["question"], passages)
             if verdict is not None:
@@ -138,9 +169,13 @@ def grade(state: AgentState, ctx: AgentContext) -> dict:
         except Exception as exc:  # a failing judge is no judge
             warnings.append(f"{ctx.backend.name} could not grade passages ({type(exc).__name__}); used overlap only")
     kept = [pid for pid in ids if found[pid]["kept"]]
-    step = {"node": "grade", "round": state["round"], "judged_by": judged_by,
-            "kept": [{"id": pid, "overlap": found[pid]["overlap"]} for pid in kept],
-            "dropped": len(ids) - len(kept)}
+    step = {
+        "node": "grade",
+        "round": state["round"],
+        "judged_by": judged_by,
+        "kept": [{"id": pid, "overlap": found[pid]["overlap"]} for pid in kept],
+        "dropped": len(ids) - len(kept),
+    }
     if warnings:
         step["warnings"] = warnings
     return {"found": found, "steps": [step], "warnings": warnings}
@@ -176,8 +211,13 @@ def hop(state: AgentState, ctx: AgentContext) -> dict:
             ids = ctx.linker.mentions(p.text, exclude={p.id})
             if ids:
                 lookups.append({"source": f"titles named in {p.title}", "ids": ids, "tier": 1})
-    step = {"node": "hop", "reason": "second hop from first-hop findings", "from": [p.title for p in kept],
-            "queries": queries, "lookups": [lk["source"] for lk in lookups]}
+    step = {
+        "node": "hop",
+        "reason": "second hop from first-hop findings",
+        "from": [p.title for p in kept],
+        "queries": queries,
+        "lookups": [lk["source"] for lk in lookups],
+    }
     return {"hop": 2, "pending": [{"query": q, "tier": 2} for q in queries], "lookups": lookups, "steps": [step]}
 
 
@@ -191,9 +231,16 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
     A backend that fails or answers nothing is replaced by the extractive one, with a warning."""
     context = [pid for pid in ranked_ids(state) if state["found"][pid]["kept"]][:MAX_CONTEXT]
     calc = state.get("calc")
-    passages = [{"n": j + 1, "id": pid, "title": state["found"][pid]["hit"].passage.title,
-                 "text": state["found"][pid]["hit"].passage.text,
-                 "score": float(state["found"][pid]["hit"].score)} for j, pid in enumerate(context)]
+    passages = [
+        {
+            "n": j + 1,
+            "id": pid,
+            "title": state["found"][pid]["hit"].passage.title,
+            "text": state["found"][pid]["hit"].passage.text,
+            "score": float(state["found"][pid]["hit"].score),
+        }
+        for j, pid in enumerate(context)
+    ]
     passages, flag_warnings, flagged = screen_passages(passages)  # planted instructions never reach a backend
     if not passages and not calc:
         step = {"node": "answer", "backend": "none", "citations": []}
@@ -206,8 +253,11 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
     subs = [q for q in state["sub_questions"] if not calc or q != calc.get("part")]
     text, used, warnings = _answer_with_fallback(ctx, state["question"], passages, notes, subs)
     text, scrubbed = scrub_answer(text)  # nor leave in an answer, whichever backend wrote it
-    warnings = flag_warnings + warnings + ([f"{scrubbed} instruction-like sentence(s) removed from the answer"]
-                                           if scrubbed else [])
+    warnings = (
+        flag_warnings
+        + warnings
+        + ([f"{scrubbed} instruction-like sentence(s) removed from the answer"] if scrubbed else [])
+    )
     if calc and notes and not _has_figures(text, calc):
         text = notes[0] + " " + text  # the exact figures must survive a model that dropped them
     text, citations, cite_warn = attach_citations(text, passages)
@@ -247,14 +297,19 @@ def attach_citations(text: str, passages: list[dict]) -> tuple[str, list[dict], 
         cited = [p["n"] for p in passages[:3]]
         text = text.rstrip() + " " + "".join(f"[{n}]" for n in cited)
     order = {old: new for new, old in enumerate(cited, 1)}  # numbered in order of appearance: [1], [2], ...
-    text = re.sub(r"\[(\d+)\]", lambda m: f"[{order[int(m.group(1))]}]" if int(m.group(1)) in order else m.group(0), text)
-    citations = [{"n": order[n], "id": by_n[n]["id"], "title": by_n[n]["title"], "score": round(by_n[n]["score"], 4)}
-                 for n in cited]
+    text = re.sub(
+        r"\[(\d+)\]", lambda m: f"[{order[int(m.group(1))]}]" if int(m.group(1)) in order else m.group(0), text
+    )
+    citations = [
+        {"n": order[n], "id": by_n[n]["id"], "title": by_n[n]["title"], "score": round(by_n[n]["score"], 4)}
+        for n in cited
+    ]
     return text, citations, warnings
 
 
-def _answer_with_fallback(ctx: AgentContext, question: str, passages: list[dict], notes: list[str],
-                          subs: list[str]) -> tuple[str, Any, list[str]]:
+def _answer_with_fallback(
+    ctx: AgentContext, question: str, passages: list[dict], notes: list[str], subs: list[str]
+) -> tuple[str, Any, list[str]]:
     """(answer text, the backend that wrote it, warnings)."""
     try:
         text = ctx.backend.answer(question, passages, notes, subs, short=ctx.short_answer)
@@ -263,8 +318,10 @@ def _answer_with_fallback(ctx: AgentContext, question: str, passages: list[dict]
         return text, ctx.backend, []
     except Exception as exc:
         used = ExtractiveBackend()
-        warning = (f"llm backend '{ctx.backend.name}' failed ({type(exc).__name__}: {str(exc)[:120]}); "
-                   "answered with extractive")
+        warning = (
+            f"llm backend '{ctx.backend.name}' failed ({type(exc).__name__}: {str(exc)[:120]}); "
+            "answered with extractive"
+        )
         return used.answer(question, passages, notes, subs, short=ctx.short_answer), used, [warning]
 
 

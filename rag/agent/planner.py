@@ -19,15 +19,21 @@ from rag.agent.tools import calculate
 _PART_SPLIT = re.compile(
     r"(?:,\s*(?:and|but)\s+|;\s*|\?\s+|\.\s+(?=[A-Z]))"
     r"(?=(?:what|how|which|who|whom|when|where|why|is|are|does|do|did|can|could|should|was|were)\b)",
-    re.IGNORECASE)
-_COMPARE = re.compile(r"\b(both|same|either|neither|older|younger|first|earlier|later|larger|smaller|bigger|more|"
-                      r"less|fewer|longer|shorter|share|shared|common|taller|higher|lower|closer|further|farther|newer|oldest|youngest)\b",
-                      re.IGNORECASE)
+    re.IGNORECASE,
+)
+_COMPARE = re.compile(
+    r"\b(both|same|either|neither|older|younger|first|earlier|later|larger|smaller|bigger|more|"
+    r"less|fewer|longer|shorter|share|shared|common|taller|higher|lower|closer|further|farther|newer|oldest|youngest)\b",
+    re.IGNORECASE,
+)
 # "the <noun phrase> who/which/that ..." - the description of the bridge entity, up to the end of the clause.
-_RELATIVE = re.compile(r"\b((?:the|a|an|this)\s+(?:[\w'’-]+\s+){0,5}?(?:who|whom|whose|which|that|where)\s+[^,?]+)",
-                       re.IGNORECASE)
+_RELATIVE = re.compile(
+    r"\b((?:the|a|an|this)\s+(?:[\w'’-]+\s+){0,5}?(?:who|whom|whose|which|that|where)\s+[^,?]+)", re.IGNORECASE
+)
 # "the <role> of <something>" nested descriptions, e.g. "the director of the film Titanic".
-_OF_CHAIN = re.compile(r"\b(the\s+(?:[\w'’-]+\s+){0,2}?of\s+(?:the\s+)?(?:[\w'’.-]+\s*){1,8}?)(?=[,?]|$)", re.IGNORECASE)
+_OF_CHAIN = re.compile(
+    r"\b(the\s+(?:[\w'’-]+\s+){0,2}?of\s+(?:the\s+)?(?:[\w'’.-]+\s*){1,8}?)(?=[,?]|$)", re.IGNORECASE
+)
 MULTIHOP_MIN_WORDS = 4  # a question naming an entity with at least this many content words is planned as multi-hop
 LONG_QUESTION_WORDS = 10  # a question this long is planned as multi-hop even without a named entity
 HOP_FROM = 3  # second-hop queries are built from this many first-hop passages
@@ -43,8 +49,14 @@ def _calc_dict(question: str, parts: list[str]) -> dict | None:
     for part in parts + [question]:
         result = calculate(part)
         if result:
-            return {"text": result.text, "topic": result.topic, "kind": result.kind, "values": result.values,
-                    "inputs": result.inputs, "part": part}
+            return {
+                "text": result.text,
+                "topic": result.topic,
+                "kind": result.kind,
+                "values": result.values,
+                "inputs": result.inputs,
+                "part": part,
+            }
     return None
 
 
@@ -53,13 +65,25 @@ def plan_question(question: str) -> dict:
     lookups), calc, bridge_template, hop (whether a second hop follows the first search)} for a question."""
     parts = split_parts(question)
     calc = _calc_dict(question, parts)
-    plan = {"mode": "direct", "sub_questions": [], "queries": [question], "extra_queries": [], "calc": calc,
-            "bridge_template": None, "hop": False}
+    plan = {
+        "mode": "direct",
+        "sub_questions": [],
+        "queries": [question],
+        "extra_queries": [],
+        "calc": calc,
+        "bridge_template": None,
+        "hop": False,
+    }
     if len(parts) > 1:
         queries = [calc["topic"] + " " + p if calc and p == calc["part"] else p for p in parts]
         # independent parts; a second hop only when the question names entities to follow
-        return {**plan, "mode": "multi-part", "sub_questions": parts, "queries": queries,
-                "hop": bool(entities(question)) and not calc}
+        return {
+            **plan,
+            "mode": "multi-part",
+            "sub_questions": parts,
+            "queries": queries,
+            "hop": bool(entities(question)) and not calc,
+        }
     if calc:
         return {**plan, "queries": [question, calc["topic"]]}
     ents = [x for e in entities(question) for x in re.split(r"\s+(?:and|or)\s+", e) if x]
@@ -72,7 +96,7 @@ def plan_question(question: str) -> dict:
     match = _RELATIVE.search(question) or _OF_CHAIN.search(question)
     if match and len(content_words(match.group(1))) >= 2:
         inner = match.group(1).strip()
-        outer = (question[: match.start(1)] + "{bridge}" + question[match.end(1):]).strip()
+        outer = (question[: match.start(1)] + "{bridge}" + question[match.end(1) :]).strip()
         return {**plan, "mode": "multi-hop", "sub_questions": [inner, outer], "bridge_template": outer, "hop": True}
     if (ents and len(words) >= MULTIHOP_MIN_WORDS) or len(words) >= LONG_QUESTION_WORDS:
         return {**plan, "mode": "multi-hop", "sub_questions": [question], "hop": True}
@@ -106,7 +130,7 @@ def rewrite_query(question: str, attempt: int, sub_questions: list[str]) -> str:
             return candidate
     if sub_questions and attempt - 2 < len(sub_questions):
         return sub_questions[max(0, attempt - 2)]
-    return " ".join(w for w in words if w not in STOPWORDS)[: 200] or question
+    return " ".join(w for w in words if w not in STOPWORDS)[:200] or question
 
 
 def nothing_found_answer(question: str) -> str:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a an the and or but if then than so of in on at to for from by with about into over under between through
 is are was were be been being am do does did doing have has had having can could will would shall should may
 might must what which who whom whose when where why how that this these those there here it its it's they them
 their he him his she her we us our you your i me my as not no nor only also just very too more most much many
 some any each all both either neither other such same own one ones per via vs same also does did whether
-""".split())
+""".split()
+)
 
 _WORD = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?")
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
@@ -63,14 +65,18 @@ def sentences(text: str) -> list[str]:
     """The readable sentences of a passage: code blocks, HTML tags, table rows, log lines and symbol soup left out."""
     out = []
     text = _MARKUP.sub(" ", _FENCED.sub("\n\n", text))
-    text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("|")
-                      and not _LOG_LINE.search(line))  # no table rows, no log lines
+    text = "\n".join(
+        line for line in text.splitlines() if not line.lstrip().startswith("|") and not _LOG_LINE.search(line)
+    )  # no table rows, no log lines
     text = re.sub(r"(?:\|[^|\n]*){3,}\|", "\n\n", text)  # nor tables flattened onto one line
     for block in re.split(r"\n\s*\n|\n(?=#)|\n[-*] ", text):
         block = re.sub(r"^(?:#+|[-*+]|\d+\.)\s*", "", block.strip())  # no heading marks, no list bullets
         block = re.sub(r"\s+", " ", block)
-        out.extend(s.strip() for s in _SENT_SPLIT.split(block)
-                   if len(s.strip()) > 2 and not s.strip().endswith(":") and not debris(s))
+        out.extend(
+            s.strip()
+            for s in _SENT_SPLIT.split(block)
+            if len(s.strip()) > 2 and not s.strip().endswith(":") and not debris(s)
+        )
     return out
 
 

@@ -24,7 +24,9 @@ _SHAPE = re.compile(_NUM + r"\s*(?:×|x|X|\*|by)\s*" + _NUM)
 _NAMED = {
     "V": re.compile(r"\b(?:V|vocab(?:ulary)?(?:\s+size)?|items|categories)\s*(?:=|of|is|:)?\s*" + _NUM),
     "d": re.compile(r"\b(?:d|d_model|dim(?:ension)?|width)\s*(?:=|of|is|:)\s*" + _NUM),
-    "T": re.compile(r"\b(?:T|context(?:\s+length)?|seq(?:uence)?(?:\s+length)?|tokens? of context)\s*(?:=|of|is|:)?\s*" + _NUM),
+    "T": re.compile(
+        r"\b(?:T|context(?:\s+length)?|seq(?:uence)?(?:\s+length)?|tokens? of context)\s*(?:=|of|is|:)?\s*" + _NUM
+    ),
     "N": re.compile(_NUM + r"\s*(?:parameters|params)\b"),
 }
 _SUFFIX = {"k": 1_000, "m": 1_000_000, "b": 1_000_000_000}
@@ -103,8 +105,16 @@ def _dtype_in(text: str) -> str | None:
     for name in ("fp32", "fp16", "bf16", "int8", "int4"):
         if name in low:
             return name
-    aliases = {"float32": "fp32", "float16": "fp16", "half precision": "fp16", "bfloat16": "bf16",
-               "single precision": "fp32", "4-bit": "int4", "4 bit": "int4", "8-bit": "int8"}
+    aliases = {
+        "float32": "fp32",
+        "float16": "fp16",
+        "half precision": "fp16",
+        "bfloat16": "bf16",
+        "single precision": "fp32",
+        "4-bit": "int4",
+        "4 bit": "int4",
+        "8-bit": "int8",
+    }
     for alias, name in aliases.items():
         if alias in low:
             return name
@@ -132,13 +142,22 @@ def calculate(question: str) -> CalcResult | None:
     if "flop" in low and d:
         d_i, T_i = int(d), int(T or 0)
         att, mlp = attention_flops_per_token(d_i, T_i), mlp_flops_per_token(d_i)
-        text = (f"Per token and layer (forward pass), with d = {fmt_int(d_i)} and T = {fmt_int(T_i)}: attention "
-                f"8·d² + 4·T·d = {fmt_int(att)} FLOPs; MLP (hidden 4d) 16·d² = {fmt_int(mlp)} FLOPs; "
-                f"total {fmt_int(att + mlp)} FLOPs.")
-        return CalcResult("flops", {"d": d_i, "T": T_i}, {"attention_flops": att, "mlp_flops": mlp,
-                          "total_flops": att + mlp}, text, "compute per token FLOPs attention MLP d squared")
+        text = (
+            f"Per token and layer (forward pass), with d = {fmt_int(d_i)} and T = {fmt_int(T_i)}: attention "
+            f"8·d² + 4·T·d = {fmt_int(att)} FLOPs; MLP (hidden 4d) 16·d² = {fmt_int(mlp)} FLOPs; "
+            f"total {fmt_int(att + mlp)} FLOPs."
+        )
+        return CalcResult(
+            "flops",
+            {"d": d_i, "T": T_i},
+            {"attention_flops": att, "mlp_flops": mlp, "total_flops": att + mlp},
+            text,
+            "compute per token FLOPs attention MLP d squared",
+        )
 
-    if ("√" in question or "sqrt" in low or "square root" in low or "rule of thumb" in low or "heuristic" in low) and (V or (shape is None and d is None)):
+    if ("√" in question or "sqrt" in low or "square root" in low or "rule of thumb" in low or "heuristic" in low) and (
+        V or (shape is None and d is None)
+    ):
         if V is None:
             nums = re.findall(_NUM, question)
             candidates = [parse_number(a, b) for a, b in nums if parse_number(a, b) != 1.5]
@@ -146,10 +165,17 @@ def calculate(question: str) -> CalcResult | None:
         if V is None:
             return None
         value = sqrt_heuristic(V)
-        text = (f"The 1.5·√V rule of thumb gives d ≈ 1.5 × √{fmt_int(V)} = 1.5 × {math.sqrt(V):.1f} "
-                f"≈ {value:.0f} for V = {fmt_int(V)}.")
-        return CalcResult("sqrt_heuristic", {"V": _as_int(V)}, {"d": round(value, 2)}, text,
-                          "choosing d 1.5 square root V rule of thumb")
+        text = (
+            f"The 1.5·√V rule of thumb gives d ≈ 1.5 × √{fmt_int(V)} = 1.5 × {math.sqrt(V):.1f} "
+            f"≈ {value:.0f} for V = {fmt_int(V)}."
+        )
+        return CalcResult(
+            "sqrt_heuristic",
+            {"V": _as_int(V)},
+            {"d": round(value, 2)},
+            text,
+            "choosing d 1.5 square root V rule of thumb",
+        )
 
     if N is None and V and d:
         N = embedding_params(int(V), int(d))
@@ -160,12 +186,21 @@ def calculate(question: str) -> CalcResult | None:
 
     if "adam" in low or "training" in low or "train" in low:
         total = adam_training_bytes(N)
-        text = (f"Training state with Adam (fp32 weights, gradients, first and second moments, 16 bytes per "
-                f"parameter): {shape_text}{fmt_int(N)} parameters × 16 = {fmt_int(total)} bytes ≈ {fmt_bytes(total)}.")
-        return CalcResult("training_memory", inputs, {"params": N, "bytes": total}, text,
-                          "training memory Adam weights gradients moments 16 bytes per parameter")
+        text = (
+            f"Training state with Adam (fp32 weights, gradients, first and second moments, 16 bytes per "
+            f"parameter): {shape_text}{fmt_int(N)} parameters × 16 = {fmt_int(total)} bytes ≈ {fmt_bytes(total)}."
+        )
+        return CalcResult(
+            "training_memory",
+            inputs,
+            {"params": N, "bytes": total},
+            text,
+            "training memory Adam weights gradients moments 16 bytes per parameter",
+        )
 
-    wants_bytes = dtype is not None or any(w in low for w in ("memory", "bytes", "size", " mb", " gb", "how big", "take", "disk", "storage"))
+    wants_bytes = dtype is not None or any(
+        w in low for w in ("memory", "bytes", "size", " mb", " gb", "how big", "take", "disk", "storage")
+    )
     if wants_bytes:
         dtypes = [dtype] if dtype else ["fp32", "fp16", "bf16"]
         values: dict[str, float] = {"params": N}
@@ -173,16 +208,25 @@ def calculate(question: str) -> CalcResult | None:
         for name in dtypes:
             size = param_bytes(N, name)
             values[f"bytes_{name}"] = _as_int(size)
-            parts.append(f"{name}: {fmt_int(N)} × {BYTES_PER_PARAM[name]:g} = {fmt_int(size)} bytes ≈ {fmt_bytes(size)}")
+            parts.append(
+                f"{name}: {fmt_int(N)} × {BYTES_PER_PARAM[name]:g} = {fmt_int(size)} bytes ≈ {fmt_bytes(size)}"
+            )
         text = f"Parameters: {shape_text}{fmt_int(N)}. " + "; ".join(parts) + "."
         return CalcResult("bytes", inputs, values, text, "bytes per parameter fp32 fp16 bf16 table size V·d")
 
     if V and d:
         size16 = param_bytes(N, "fp16")
-        text = (f"An embedding table of V × d = {shape_text}{fmt_int(N)} parameters "
-                f"({fmt_bytes(param_bytes(N, 'fp32'))} in fp32, {fmt_bytes(size16)} in fp16).")
-        return CalcResult("params", inputs, {"params": N, "bytes_fp32": param_bytes(N, "fp32"),
-                          "bytes_fp16": size16}, text, "counting embedding parameters V times d")
+        text = (
+            f"An embedding table of V × d = {shape_text}{fmt_int(N)} parameters "
+            f"({fmt_bytes(param_bytes(N, 'fp32'))} in fp32, {fmt_bytes(size16)} in fp16)."
+        )
+        return CalcResult(
+            "params",
+            inputs,
+            {"params": N, "bytes_fp32": param_bytes(N, "fp32"), "bytes_fp16": size16},
+            text,
+            "counting embedding parameters V times d",
+        )
     return None
 
 
@@ -216,8 +260,14 @@ def make_langchain_retriever(retriever, k: int = 5, search_kwargs: dict | None =
                 inner = replace(inner, settings=replace(inner.settings, where=where), timings={})  # a plain Retriever
                 where = None
             hits = inner.search(query, k=k, **({"where": where} if where is not None else {}))
-            return [Document(page_content=h.passage.text, id=h.passage.id,
-                             metadata={k_: v for k_, v in h.as_dict().items() if k_ != "text"}) for h in hits]
+            return [
+                Document(
+                    page_content=h.passage.text,
+                    id=h.passage.id,
+                    metadata={k_: v for k_, v in h.as_dict().items() if k_ != "text"},
+                )
+                for h in hits
+            ]
 
     return RagRetriever(inner=retriever, k=(search_kwargs or {}).get("k", k), search_kwargs=dict(search_kwargs or {}))
 
@@ -249,7 +299,7 @@ class TitleLinker:
             if toks[i][0][0].isupper() or toks[i][0][0].isdigit():
                 for n in range(min(self.MAX_WORDS, len(toks) - i), 0, -1):
                     end = toks[i + n - 1][1] + len(toks[i + n - 1][0])
-                    span = text[toks[i][1]:end].lower().rstrip(".")
+                    span = text[toks[i][1] : end].lower().rstrip(".")
                     if span in self.by_title:
                         for pid in self.by_title[span]:
                             if pid not in exclude:

@@ -6,38 +6,48 @@ from pathlib import Path
 
 import typer
 
+from rag.agent.settings import DEFAULT_AGENT, MAX_STEPS_LIMIT, AgentSettings
 from rag.commands.common import console, err_console, handle_errors, print_json, progress_bars, safe, warn
-from rag.commands.options import DEFAULTS, DimOpt, EncoderOpt, IndexOpt, KOpt, ReduceOpt, RetrieverOpt, retrieval_options
+from rag.commands.options import (
+    DEFAULTS,
+    DimOpt,
+    EncoderOpt,
+    IndexOpt,
+    KOpt,
+    ReduceOpt,
+    RetrieverOpt,
+    retrieval_options,
+)
 from rag.retrieve import RetrievalSettings
 
 LLM_HELP = "extractive (no model), local (SmolLM2-135M on the CPU) or openai (RAG_OPENAI_BASE_URL, RAG_OPENAI_MODEL)."
-STEPS_HELP = "Most retrieval rounds (first search, rewrites, second hop); at least 1."
+STEPS_HELP = f"Most retrieval rounds (first search, rewrites, second hop); 1 to {MAX_STEPS_LIMIT}."
 
 
 @retrieval_options
-def ask(question: str = typer.Argument(..., help="The question (at most 8,000 characters)."), *,
-        settings: RetrievalSettings,
-        llm: str = typer.Option("extractive", help=LLM_HELP),
-        max_steps: int = typer.Option(4, "--max-steps", help=STEPS_HELP),
-        server: str = typer.Option(None, "--server", help="Send the question to a running `rag serve` at this URL."),
-        as_json: bool = typer.Option(False, "--json", help="Print {answer, citations, steps, timings, warnings}.")):
+def ask(
+    question: str = typer.Argument(..., help="The question (at most 8,000 characters)."),
+    *,
+    settings: RetrievalSettings,
+    llm: str = typer.Option(DEFAULT_AGENT.llm, help=LLM_HELP),
+    max_steps: int = typer.Option(DEFAULT_AGENT.max_steps, "--max-steps", help=STEPS_HELP),
+    server: str = typer.Option(None, "--server", help="Send the question to a running `rag serve` at this URL."),
+    as_json: bool = typer.Option(False, "--json", help="Print {answer, citations, steps, timings, warnings}."),
+):
     """Answer a question with the agent: plan, retrieve, grade, rewrite or hop, answer with \\[n] citations."""
     _ask(question, settings, llm, max_steps, server, as_json)
 
 
 @handle_errors
 def _ask(question, settings, llm, max_steps, server, as_json):
-    from rag.agent.llm import check_llm
-    from rag.config import RagError, check_question
+    from rag.config import check_question
 
     question = check_question(question)
-    check_llm(llm)
-    if max_steps < 1:
-        raise RagError(f"--max-steps must be at least 1 (got {max_steps})")
+    agent = AgentSettings(llm=llm, max_steps=max_steps).validated()
     if server:
-        from rag.client import ask_remote
+        from rag.serve.client import ask_remote
 
-        result = ask_remote(server, question, settings, llm=llm, max_steps=max_steps)  # the server validates it
+        result = ask_remote(server, question, settings, agent)  # the server validates it
         if not as_json:
             for step in result.get("steps", []):
                 show_step(step)
@@ -45,7 +55,7 @@ def _ask(question, settings, llm, max_steps, server, as_json):
         from rag.agent import run_agent
 
         on_step = None if as_json else show_step
-        result = run_agent(question, settings.validated(), llm=llm, max_steps=max_steps, on_step=on_step)
+        result = run_agent(question, settings.validated(), agent, on_step=on_step)
     if as_json:
         return print_json(result)
     show_answer(result)
@@ -66,8 +76,11 @@ def show_step(step: dict) -> None:
         if step.get("calculator"):
             line += f"\n         calculator: {safe(step['calculator'])}"
     elif node == "retrieve":
-        line = (f"[bold cyan]retrieve[/] round {step['round']}: " + " | ".join(f"“{safe(q[:80])}”" for q in step["queries"])
-                + f"\n         {step['new']} new: {_titles(step['hits'])}")
+        line = (
+            f"[bold cyan]retrieve[/] round {step['round']}: "
+            + " | ".join(f"“{safe(q[:80])}”" for q in step["queries"])
+            + f"\n         {step['new']} new: {_titles(step['hits'])}"
+        )
     elif node == "grade":
         kept = step["kept"]
         line = f"[bold cyan]grade[/]    kept {len(kept)}, dropped {step['dropped']} (by {step['judged_by']})"
@@ -76,8 +89,9 @@ def show_step(step: dict) -> None:
     elif node == "rewrite":
         line = f"[bold yellow]rewrite[/]  {safe(step['reason'])} → “{safe(step['query'])}”"
     elif node == "hop":
-        line = (f"[bold magenta]hop[/]      from {safe(', '.join(step['from'])) or 'nothing'} → "
-                + " | ".join(f"“{safe(q[:80])}”" for q in step["queries"]))
+        line = f"[bold magenta]hop[/]      from {safe(', '.join(step['from'])) or 'nothing'} → " + " | ".join(
+            f"“{safe(q[:80])}”" for q in step["queries"]
+        )
     elif node == "answer":
         line = f"[bold green]answer[/]   by {step['backend']}, citing {len(step['citations'])} passages"
     else:
@@ -92,56 +106,84 @@ def show_answer(result: dict) -> None:
 
     console.print(Panel(safe(result["answer"]), title="answer", expand=False), highlight=False)
     for c in result["citations"]:
-        console.print(f"  \\[{c['n']}] {safe(c['title'])}  [dim]{safe(c['id'])} · score {c['score']:.3f}[/]",
-                      highlight=False)
+        console.print(
+            f"  \\[{c['n']}] {safe(c['title'])}  [dim]{safe(c['id'])} · score {c['score']:.3f}[/]", highlight=False
+        )
     t = result.get("timings", {})
     if "total_ms" in t:
         console.print(f"[dim]{t['total_ms']:.0f} ms in total[/]")
 
 
-def eval_agent(dataset: str = typer.Option("hotpotqa", help="hotpotqa or squad."),
-               queries: Path = typer.Option(None, help="Queries JSONL ({_id, text, metadata:{answer}}) instead of the dataset's."),
-               qrels: Path = typer.Option(None, help="Qrels TSV (query-id, corpus-id, score) to go with --queries."),
-               limit: int = typer.Option(None, help="Evaluate only the first N queries."),
-               llm: list[str] = typer.Option(["extractive"], help="Backend(s) to evaluate; repeat for several. " + LLM_HELP),
-               encoder: EncoderOpt = DEFAULTS.encoder,
-               dim: DimOpt = DEFAULTS.dim,
-               index: IndexOpt = DEFAULTS.index,
-               reduce: ReduceOpt = DEFAULTS.reduce,
-               retriever: RetrieverOpt = DEFAULTS.retriever,
-               k: KOpt = 10,
-               max_steps: int = typer.Option(4, "--max-steps", help=STEPS_HELP),
-               threads: int = typer.Option(None, help="torch CPU threads (1 avoids oversubscription on a busy machine)."),
-               out: Path = typer.Option(..., "--out", help="Folder for results.csv, results.json and report.md.")):
+def eval_agent(
+    dataset: str = typer.Option("hotpotqa", help="hotpotqa or squad."),
+    queries: Path = typer.Option(None, help="Queries JSONL ({_id, text, metadata:{answer}}) instead of the dataset's."),
+    qrels: Path = typer.Option(None, help="Qrels TSV (query-id, corpus-id, score) to go with --queries."),
+    limit: int = typer.Option(None, help="Evaluate only the first N queries."),
+    llm: list[str] = typer.Option([DEFAULT_AGENT.llm], help="Backend(s) to evaluate; repeat for several. " + LLM_HELP),
+    encoder: EncoderOpt = DEFAULTS.encoder,
+    dim: DimOpt = DEFAULTS.dim,
+    index: IndexOpt = DEFAULTS.index,
+    reduce: ReduceOpt = DEFAULTS.reduce,
+    retriever: RetrieverOpt = DEFAULTS.retriever,
+    k: KOpt = 10,
+    max_steps: int = typer.Option(DEFAULT_AGENT.max_steps, "--max-steps", help=STEPS_HELP),
+    threads: int = typer.Option(None, help="torch CPU threads (1 avoids oversubscription on a busy machine)."),
+    out: Path = typer.Option(..., "--out", help="Folder for results.csv, results.json and report.md."),
+):
     """Agent vs single-shot top-10 retrieval: all_gold@10 (HotpotQA), answer EM/F1, steps, latency p50/p95."""
-    _eval_agent(dataset, queries, qrels, limit, llm, (dataset, encoder, dim, index, reduce, retriever, k), max_steps,
-                threads, out)
+    _eval_agent(
+        dataset,
+        queries,
+        qrels,
+        limit,
+        llm,
+        (dataset, encoder, dim, index, reduce, retriever, k),
+        max_steps,
+        threads,
+        out,
+    )
 
 
 @handle_errors
 def _eval_agent(dataset, queries, qrels, limit, llm, options, max_steps, threads, out):
-    from rag.agent_eval import evaluate_agent
     from rag.retrieve import RetrievalSettings
+    from rag.studies.agent_eval import evaluate_agent
 
     settings = RetrievalSettings(*options)
     with progress_bars() as progress:
-        result = evaluate_agent(dataset, queries_file=queries, qrels_file=qrels, limit=limit, llms=list(llm),
-                                settings=settings, k=settings.k, max_steps=max_steps, out=out, progress=progress,
-                                threads=threads)
+        result = evaluate_agent(
+            dataset,
+            queries_file=queries,
+            qrels_file=qrels,
+            limit=limit,
+            llms=list(llm),
+            settings=settings,
+            k=settings.k,
+            agent=AgentSettings(max_steps=max_steps),
+            out=out,
+            progress=progress,
+            threads=threads,
+        )
     from rich.table import Table
 
     table = Table(title=f"{dataset}: agent vs single-shot ({result['n_queries']} queries)")
-    cols = {"all_gold@10": "all_gold@10", "em": "EM", "f1": "F1", "steps_mean": "steps",
-            "latency_ms_p50": "p50 ms", "latency_ms_p95": "p95 ms"}
+    cols = {
+        "all_gold@10": "all_gold@10",
+        "em": "EM",
+        "f1": "F1",
+        "steps_mean": "steps",
+        "latency_ms_p50": "p50 ms",
+        "latency_ms_p95": "p95 ms",
+    }
     table.add_column("system", no_wrap=True)
     for header in cols.values():
         table.add_column(header, justify="right")
     for row in result["systems"]:
-        cells = ["-" if row.get(c) is None else f"{row[c]:.0f}" if c.startswith("latency") else f"{row[c]:.3f}"
-                 for c in cols]
+        cells = [
+            "-" if row.get(c) is None else f"{row[c]:.0f}" if c.startswith("latency") else f"{row[c]:.3f}" for c in cols
+        ]
         table.add_row(row["name"], *cells)
     console.print(table)
     for line in result.get("summary", []):
         console.print(line, highlight=False)
     console.print(f"[dim]wrote {out}/results.csv, results.json, report.md[/]")
-

@@ -1,4 +1,5 @@
 """`rag eval ...`: evaluations. This module holds `retrieval` (quality, latency and size against d)."""
+
 from __future__ import annotations
 
 import shutil
@@ -8,9 +9,19 @@ from typing import Optional
 import typer
 
 from rag.commands.common import console, err_console, handle_errors, print_json, progress_bars, safe
-from rag.commands.options import FusionOpt, choices_help
-from rag.index import INDEX_KINDS
+from rag.commands.options import BackendOpt, FusionOpt, choices_help
+from rag.index.kinds import INDEX_KINDS
 from rag.retrieve import RETRIEVERS
+from rag.studies.grid_spec import (
+    DEFAULT_ANN_REDUCERS,
+    DEFAULT_DIMS,
+    DEFAULT_ENCODERS,
+    DEFAULT_REDUCERS,
+    QUICK,
+    GridSpec,
+)
+
+GRID = GridSpec()  # the grid's defaults, shown and used by the options below
 
 INCOMPLETE = ".incomplete"  # marker left in --out while a run is in progress; a re-run may resume there
 
@@ -40,8 +51,10 @@ def prepare_out_dir(out: Path, overwrite: bool) -> str | None:
         if existing == [INCOMPLETE]:
             note = f"resuming the interrupted run in {out}: embeddings come from the cache"
         elif not overwrite:
-            raise RagError(f"--out {out} already holds {len(existing)} files (e.g. {sorted(existing)[0]}); "
-                           "pass --overwrite to replace them or choose an empty folder")
+            raise RagError(
+                f"--out {out} already holds {len(existing)} files (e.g. {sorted(existing)[0]}); "
+                "pass --overwrite to replace them or choose an empty folder"
+            )
         else:
             for p in out.iterdir():
                 shutil.rmtree(p) if p.is_dir() else p.unlink()
@@ -53,51 +66,107 @@ def prepare_out_dir(out: Path, overwrite: bool) -> str | None:
 def retrieval(
     dataset: str = typer.Option("scifact", help="scifact, hotpotqa, or a BEIR-layout folder"),
     encoders: Optional[str] = typer.Option(
-        None, help="comma-separated encoder names (minilm, smollm2-input, lm:<checkpoint dir>, ...) "
-                   "(default: minilm,smollm2-input,smollm2-input-wbm25; with --quick: minilm)"),
+        None,
+        help="comma-separated encoder names (minilm, smollm2-input, lm:<checkpoint dir>, ...) "
+        f"(default: {','.join(DEFAULT_ENCODERS)}; with --quick: {','.join(QUICK['encoders'])})",
+    ),
     dims: Optional[str] = typer.Option(
-        None, help="comma-separated d; d wider than an encoder is skipped (default: 32,64,128,256,384,576; "
-                   "with --quick: 32,128,384)"),
+        None,
+        help=f"comma-separated d; d wider than an encoder is skipped (default: {','.join(map(str, DEFAULT_DIMS))}; "
+        f"with --quick: {','.join(map(str, QUICK['dims']))})",
+    ),
     reduce: Optional[str] = typer.Option(
-        None, help="reducers; the flat index runs with each (default: pca,truncate,whiten; with --quick: pca,truncate)"),
+        None,
+        help=f"reducers; the exact index runs with each (default: {','.join(DEFAULT_REDUCERS)}; "
+        f"with --quick: {','.join(QUICK['reducers'])})",
+    ),
     index: str = typer.Option(",".join(INDEX_KINDS), help="FAISS index kinds: " + choices_help(INDEX_KINDS)),
     retriever: str = typer.Option(",".join(RETRIEVERS), help="retrievers: " + choices_help(RETRIEVERS)),
-    ann_reduce: str = typer.Option("pca", help="reducers that also run the approximate kinds ('all' = every one)"),
+    ann_reduce: str = typer.Option(
+        ",".join(DEFAULT_ANN_REDUCERS), help="reducers that also run the approximate kinds ('all' = every one)"
+    ),
     queries: Optional[Path] = typer.Option(None, help="another query set over the same corpus (BEIR queries.jsonl)"),
     qrels: Optional[Path] = typer.Option(None, help="qrels for --queries (BEIR TSV: query-id, corpus-id, score)"),
     quick: bool = typer.Option(False, help="small grid on a subset (CI): 40 queries, their documents + 200 others"),
-    hybrid_weight: float = typer.Option(0.5, help="weight of the dense side in the fusion"),
-    fusion: FusionOpt = "minmax",
-    timed_queries: int = typer.Option(100, help="single queries timed for the latency percentiles"),
+    hybrid_weight: float = typer.Option(GRID.hybrid_weight, help="weight of the dense side in the fusion"),
+    fusion: FusionOpt = GRID.fusion,
+    timed_queries: int = typer.Option(GRID.timed_queries, help="single queries timed for the latency percentiles"),
+    backend: BackendOpt = GRID.backend,
     out: Path = typer.Option(..., help="folder for results.csv, results.json, report.md and the plots"),
     overwrite: bool = typer.Option(False, help="replace the files in a non-empty --out"),
     as_json: bool = typer.Option(False, "--json", help="print every row, the notes and the files written as JSON"),
 ) -> None:
     """Retrieval quality, latency and index size against embedding dimension d."""
-    _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries, qrels, quick, hybrid_weight,
-         fusion, timed_queries, out, overwrite, as_json)
+    _run(
+        dataset,
+        encoders,
+        dims,
+        reduce,
+        index,
+        retriever,
+        ann_reduce,
+        queries,
+        qrels,
+        quick,
+        hybrid_weight,
+        fusion,
+        timed_queries,
+        out,
+        overwrite,
+        as_json,
+        backend,
+    )
 
 
 @handle_errors
-def _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries, qrels, quick, hybrid_weight,
-         fusion, timed_queries, out, overwrite, as_json=False) -> None:
-    from rag.evaluate import DEFAULT_DIMS, DEFAULT_ENCODERS, DEFAULT_REDUCERS, QUICK, GridSpec, check_spec, \
-        run_retrieval_grid
-    from rag.report import write_report
+def _run(
+    dataset,
+    encoders,
+    dims,
+    reduce,
+    index,
+    retriever,
+    ann_reduce,
+    queries,
+    qrels,
+    quick,
+    hybrid_weight,
+    fusion,
+    timed_queries,
+    out,
+    overwrite,
+    as_json=False,
+    backend=None,
+) -> None:
+    from rag.studies.grid import run_retrieval_grid
+    from rag.studies.grid_spec import GridSpec, check_spec
+    from rag.studies.report import write_report
 
     enc_names = _names(encoders) if encoders is not None else QUICK["encoders"] if quick else DEFAULT_ENCODERS
     dim_list = _dims(dims) if dims is not None else QUICK["dims"] if quick else DEFAULT_DIMS
     reducers = _names(reduce) if reduce is not None else QUICK["reducers"] if quick else DEFAULT_REDUCERS
-    spec = GridSpec(dataset=dataset, encoders=enc_names, dims=dim_list, reducers=reducers,
-                    index_kinds=_names(index), retrievers=_names(retriever),
-                    ann_reducers=() if ann_reduce.strip() == "all" else _names(ann_reduce),
-                    queries_file=str(queries) if queries else None, qrels_file=str(qrels) if qrels else None,
-                    quick=quick, hybrid_weight=hybrid_weight, fusion=fusion, timed_queries=timed_queries)
+    spec = GridSpec(
+        dataset=dataset,
+        encoders=enc_names,
+        dims=dim_list,
+        reducers=reducers,
+        index_kinds=_names(index),
+        retrievers=_names(retriever),
+        ann_reducers=() if ann_reduce.strip() == "all" else _names(ann_reduce),
+        queries_file=str(queries) if queries else None,
+        qrels_file=str(qrels) if qrels else None,
+        quick=quick,
+        hybrid_weight=hybrid_weight,
+        fusion=fusion,
+        timed_queries=timed_queries,
+        backend=backend,
+    )
     check_spec(spec)  # every name checked before anything heavy happens
     note = prepare_out_dir(out, overwrite)
     if note:
         (err_console if as_json else console).print(f"[yellow]{safe(note)}[/yellow]")
     with progress_bars() as bars:
+
         def progress(what: str, done: int, total: int) -> None:  # one bar for the grid, one per other stage
             bars("grid" if what.split(" ")[0] in spec.encoders or what == "done" else what, done, total)
 
@@ -105,8 +174,15 @@ def _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries,
     paths = write_report(result, out)
     (out / INCOMPLETE).unlink(missing_ok=True)
     if as_json:
-        print_json({"out": str(out), "files": {name: str(p) for name, p in paths.items()}, "rows": result["rows"],
-                    "notes": result["notes"], "elapsed_s": result["elapsed_s"]})
+        print_json(
+            {
+                "out": str(out),
+                "files": {name: str(p) for name, p in paths.items()},
+                "rows": result["rows"],
+                "notes": result["notes"],
+                "elapsed_s": result["elapsed_s"],
+            }
+        )
     else:
         _print_summary(console, result, paths)
 
@@ -114,21 +190,26 @@ def _run(dataset, encoders, dims, reduce, index, retriever, ann_reduce, queries,
 def _print_summary(console, result: dict, paths: dict) -> None:
     from rich.table import Table
 
-    from rag.report import keep_sentences
+    from rag.studies.report import keep_sentences
+    from rag.studies.rows import is_exact
 
     rows = result["rows"]
     table = Table(title=f"{result['settings']['dataset']}: flat index, every retriever")
     for col in ("encoder", "reduce", "dim", "retriever", "ndcg@10", "recall@100", "search_ms_p50"):
         table.add_column(col)
     for r in rows:
-        if r["index"] in ("flat", "bm25s"):
-            table.add_row(*(f"{r[c]:.3f}" if isinstance(r[c], float) else str(r[c])
-                            for c in ("encoder", "reduce", "dim", "retriever", "ndcg@10", "recall@100",
-                                      "search_ms_p50")))
+        if is_exact(r):
+            table.add_row(
+                *(
+                    f"{r[c]:.3f}" if isinstance(r[c], float) else str(r[c])
+                    for c in ("encoder", "reduce", "dim", "retriever", "ndcg@10", "recall@100", "search_ms_p50")
+                )
+            )
     console.print(table)
     for s in keep_sentences(rows):
         console.print(safe(s.replace("**", "")), highlight=False)
     for note in result["notes"]:
         console.print(f"note: {safe(note)}", highlight=False)
-    console.print(f"{len(rows)} rows in {result['elapsed_s']:.0f} s; wrote {paths['report.md'].parent}/ "
-                  f"({', '.join(paths)})")
+    console.print(
+        f"{len(rows)} rows in {result['elapsed_s']:.0f} s; wrote {paths['report.md'].parent}/ ({', '.join(paths)})"
+    )

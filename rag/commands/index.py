@@ -14,54 +14,66 @@ from rag.commands.stream import ChunkOpt, ResumeOpt, StreamOpt, build_streamed_c
 
 app = typer.Typer(help="Build FAISS indexes at any dimension d, and inspect them.", no_args_is_help=True)
 
+
 @app.command("build")
 @handle_errors
-def build_cmd(corpus: CorpusOpt = DEFAULTS.corpus,
-              encoder: EncoderOpt = DEFAULTS.encoder,
-              dim: DimOpt = DEFAULTS.dim,
-              index: IndexOpt = DEFAULTS.index,
-              reduce: ReduceOpt = DEFAULTS.reduce,
-              backend: BackendOpt = DEFAULTS.backend,
-              engine: str = EngineOpt, shards: int = ShardsOpt, address: Optional[str] = AddressOpt,
-              stream: bool = StreamOpt, resume: bool = ResumeOpt, chunk: int = ChunkOpt,
-              as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON.")):
+def build_cmd(
+    corpus: CorpusOpt = DEFAULTS.corpus,
+    encoder: EncoderOpt = DEFAULTS.encoder,
+    dim: DimOpt = DEFAULTS.dim,
+    index: IndexOpt = DEFAULTS.index,
+    reduce: ReduceOpt = DEFAULTS.reduce,
+    backend: BackendOpt = DEFAULTS.backend,
+    engine: str = EngineOpt,
+    shards: int = ShardsOpt,
+    address: Optional[str] = AddressOpt,
+    stream: bool = StreamOpt,
+    resume: bool = ResumeOpt,
+    chunk: int = ChunkOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
+):
     """Encode the corpus (cached at full width), reduce to d, build the index and store it atomically."""
-    if engine != "local":  # --engine ray: Ray Data encodes, Ray tasks build S shards (rag.shards)
-        return build_sharded_cmd(corpus, encoder, dim, index, reduce, engine, shards, address, as_json)
-    if stream or resume:  # bounded memory, resumable (rag.stream_build)
-        return build_streamed_cmd(corpus, encoder, dim, index, reduce, backend, chunk, resume, as_json)
-    from rag.corpus import folder_warnings, load_corpus
-    from rag.store import build_and_save, check_options
+    from rag.index.spec import IndexSpec
 
-    from rag.encoders import check_backend
+    spec = IndexSpec(encoder, dim, index, reduce, backend).validated()  # fail fast, before loading anything
+    if engine != "local":  # --engine ray: Ray Data encodes, Ray tasks build S shards (rag.index.shards)
+        return build_sharded_cmd(corpus, spec, engine, shards, address, as_json)
+    if stream or resume:  # bounded memory, resumable (rag.index.stream_build)
+        return build_streamed_cmd(corpus, spec, chunk, resume, as_json)
+    from rag.data.corpus import folder_warnings, load_corpus
+    from rag.index.store import build_and_save
 
-    check_options(encoder, dim, index, reduce)  # fail fast, before loading anything
-    check_backend(encoder, backend)
     c = load_corpus(corpus)
     for line in folder_warnings(c):  # files not read, unsupported extensions, bad bytes: one line each
         warn(line)
     with progress_bar(f"encoding {c.name} with {encoder}", enabled=not as_json) as progress:
-        manifest = build_and_save(c, encoder, dim, index, reduce, progress=progress, backend=backend)
+        manifest = build_and_save(c, spec, progress=progress)
     manifest["invalid_utf8"] = c.invalid_utf8
     if as_json:
         return print_json(manifest)
     if manifest.get("reused"):
-        console.print(f"[green]reused[/] {safe(manifest['path'])}: another build of this index finished while this one "
-                      f"waited for its lock, from the same corpus content and options ({manifest['vectors']} vectors)")
+        console.print(
+            f"[green]reused[/] {safe(manifest['path'])}: another build of this index finished while this one "
+            f"waited for its lock, from the same corpus content and options ({manifest['vectors']} vectors)"
+        )
         return
-    console.print(f"[green]built[/] {safe(manifest['path'])}: {manifest['vectors']} vectors, d={manifest['dim']}, "
-                  f"{manifest['kind']}, {manifest['index_bytes']:,} bytes ({manifest['bytes_per_vector']:.1f} B/vector), "
-                  f"{manifest['build_s']:.2f} s on {manifest['device']}")
+    console.print(
+        f"[green]built[/] {safe(manifest['path'])}: {manifest['vectors']} vectors, d={manifest['dim']}, "
+        f"{manifest['kind']}, {manifest['index_bytes']:,} bytes ({manifest['bytes_per_vector']:.1f} B/vector), "
+        f"{manifest['build_s']:.2f} s on {manifest['device']}"
+    )
 
 
 @app.command("update")
 @handle_errors
-def update_cmd(corpus: CorpusOpt = DEFAULTS.corpus,
-               as_json: bool = typer.Option(False, "--json", help="Print one row per index as JSON.")):
+def update_cmd(
+    corpus: CorpusOpt = DEFAULTS.corpus,
+    as_json: bool = typer.Option(False, "--json", help="Print one row per index as JSON."),
+):
     """Bring every stored index of a corpus up to date after its documents changed: only new or changed passages
     are encoded (the rest come from the per-passage cache); each index is swapped in atomically."""
-    from rag.corpus import folder_warnings, load_corpus
-    from rag.update import update_indexes
+    from rag.data.corpus import folder_warnings, load_corpus
+    from rag.index.update import update_indexes
 
     c = load_corpus(corpus)
     for line in folder_warnings(c):
@@ -75,26 +87,34 @@ def update_cmd(corpus: CorpusOpt = DEFAULTS.corpus,
         if r["status"] == "up to date":
             console.print(f"[green]up to date[/] {safe(r['index'])}: {change}", highlight=False)
         else:
-            console.print(f"[green]updated[/] {safe(r['index'])}: {change}; {r['encoded']} passages encoded, "
-                          f"{r['vectors']} vectors, {r['seconds']:.1f} s", highlight=False)
+            console.print(
+                f"[green]updated[/] {safe(r['index'])}: {change}; {r['encoded']} passages encoded, "
+                f"{r['vectors']} vectors, {r['seconds']:.1f} s",
+                highlight=False,
+            )
 
 
 @app.command("prune")
 @handle_errors
-def prune_cmd(keep: int = typer.Option(1, "--keep", help="Versions to keep of each index, the current one included."),
-              as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
+def prune_cmd(
+    keep: int = typer.Option(1, "--keep", help="Versions to keep of each index, the current one included."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+):
     """Remove old index versions (never the current one, nor one a running server holds) and cache entries that no
     stored index uses (embeddings and BM25 of other corpus contents: evaluations without an index re-encode)."""
-    from rag.update import prune
+    from rag.index.update import prune
 
     result = prune(keep)
     if as_json:
         return print_json(result)
     for path in result["versions_removed"] + result["cache_removed"]:
         console.print(f"removed {safe(path)}", highlight=False)
-    console.print(f"[green]pruned[/] {len(result['versions_removed'])} old versions, {len(result['cache_removed'])} "
-                  f"cache folders and {result['passage_vectors_removed']} cached passage vectors; "
-                  f"freed {result['bytes_freed'] / 1e6:,.1f} MB", highlight=False)
+    console.print(
+        f"[green]pruned[/] {len(result['versions_removed'])} old versions, {len(result['cache_removed'])} "
+        f"cache folders and {result['passage_vectors_removed']} cached passage vectors; "
+        f"freed {result['bytes_freed'] / 1e6:,.1f} MB",
+        highlight=False,
+    )
 
 
 @app.command("list")
@@ -103,7 +123,7 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="Machine-readabl
     """Every stored index with its corpus, encoder, d, kind and size."""
     from rich.table import Table
 
-    from rag.store import list_indexes
+    from rag.index.store import list_indexes
 
     rows = list_indexes()
     if as_json:
@@ -113,8 +133,12 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="Machine-readabl
         return
     table = Table("corpus", "encoder", "d", "kind", "reduce", "vectors", "bytes", "device", "path")
     for m in rows:
-        table.add_row(*(safe(m[key]) for key in ("corpus", "encoder", "dim", "kind", "reduce", "vectors")),
-                      f"{m['bytes']:,}", safe(m["device"]), safe(m["path"]))
+        table.add_row(
+            *(safe(m[key]) for key in ("corpus", "encoder", "dim", "kind", "reduce", "vectors")),
+            f"{m['bytes']:,}",
+            safe(m["device"]),
+            safe(m["path"]),
+        )
     console.print(table)
 
 
@@ -133,11 +157,13 @@ def find_index(target: str) -> Path:
 
 @app.command("info")
 @handle_errors
-def info_cmd(target: str = typer.Argument(..., help="An index folder, or a name like scifact/minilm-d128-ivf-pq."),
-             as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
+def info_cmd(
+    target: str = typer.Argument(..., help="An index folder, or a name like scifact/minilm-d128-ivf-pq."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+):
     """Show one index's manifest after verifying it (seal, checksums, FAISS shape, reducer, passages)."""
     from rag.config import RagError
-    from rag.store import verify_index
+    from rag.index.store import verify_index
 
     path = find_index(target)
     report = verify_index(path)
@@ -154,12 +180,14 @@ def info_cmd(target: str = typer.Argument(..., help="An index folder, or a name 
 
 @app.command("verify")
 @handle_errors
-def verify_cmd(target: str = typer.Argument(None, help="One index (folder or name); default: every stored index."),
-               as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
+def verify_cmd(
+    target: str = typer.Argument(None, help="One index (folder or name); default: every stored index."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+):
     """Verify indexes fully: manifest seal, every file's sha256, FAISS d and count, reducer width, passage count.
 
     One line per index; exit code 1 when any is not whole."""
-    from rag.store import index_links, verify_index
+    from rag.index.store import index_links, verify_index
 
     reports = [verify_index(p) for p in ([find_index(target)] if target else index_links())]
     if as_json:
@@ -169,8 +197,11 @@ def verify_cmd(target: str = typer.Argument(None, help="One index (folder or nam
             console.print("No indexes yet. Build one: rag index build --corpus builtin --encoder minilm --index flat")
         for r in reports:
             if r["status"] == "ok":
-                console.print(f"[green]ok[/] {safe(r['path'])} ({r['manifest'].get('vectors')} vectors)", highlight=False,
-                              soft_wrap=True)
+                console.print(
+                    f"[green]ok[/] {safe(r['path'])} ({r['manifest'].get('vectors')} vectors)",
+                    highlight=False,
+                    soft_wrap=True,
+                )
             else:
                 err_console.print(f"[bold red]{r['status']}:[/] {safe(r['problem'])}", highlight=False, soft_wrap=True)
     if any(r["status"] != "ok" for r in reports):

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from rag.encoders import backend_help, encoder_help
-from rag.index import INDEX_KINDS
+from rag.index.kinds import INDEX_KINDS
 from rag.reduce import REDUCERS
 from rag.retrieve import FUSIONS, MAX_K, RETRIEVERS, RetrievalSettings
 
@@ -39,15 +39,25 @@ KOpt = Annotated[int, typer.Option("-k", "--k", help=f"How many passages (1..{MA
 FusionOpt = Annotated[str, typer.Option(help=FUSION_HELP)]
 WeightOpt = Annotated[float, typer.Option(help="Weight of the dense side in hybrid fusion (0..1).")]
 BackendOpt = Annotated[Optional[str], typer.Option(help="How the encoder runs. " + backend_help())]
-WhereOpt = Annotated[Optional[str], typer.Option(help="Only passages whose source path matches a glob, e.g. "
-                                                      "'source=docs/**/*.md' (k results still come back).")]
+WhereOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        help="Only passages whose source path matches a glob, e.g. 'source=docs/**/*.md' (k results still come back)."
+    ),
+]
 
 
 RETRIEVAL_OPTIONS = {  # option name -> (type with its typer.Option, default); the order --help shows
-    "corpus": (CorpusOpt, DEFAULTS.corpus), "encoder": (EncoderOpt, DEFAULTS.encoder), "dim": (DimOpt, DEFAULTS.dim),
-    "index": (IndexOpt, DEFAULTS.index), "reduce": (ReduceOpt, DEFAULTS.reduce),
-    "retriever": (RetrieverOpt, DEFAULTS.retriever), "k": (KOpt, DEFAULTS.k), "fusion": (FusionOpt, DEFAULTS.fusion),
-    "weight": (WeightOpt, DEFAULTS.weight), "where": (WhereOpt, DEFAULTS.where),
+    "corpus": (CorpusOpt, DEFAULTS.corpus),
+    "encoder": (EncoderOpt, DEFAULTS.encoder),
+    "dim": (DimOpt, DEFAULTS.dim),
+    "index": (IndexOpt, DEFAULTS.index),
+    "reduce": (ReduceOpt, DEFAULTS.reduce),
+    "retriever": (RetrieverOpt, DEFAULTS.retriever),
+    "k": (KOpt, DEFAULTS.k),
+    "fusion": (FusionOpt, DEFAULTS.fusion),
+    "weight": (WeightOpt, DEFAULTS.weight),
+    "where": (WhereOpt, DEFAULTS.where),
     "backend": (BackendOpt, DEFAULTS.backend),
 }
 
@@ -57,10 +67,15 @@ def retrieval_options(command):
     unvalidated RetrievalSettings (validate with .validated(), or send it to a server that validates it)."""
     hints = typing.get_type_hints(command, include_extras=True)  # resolved in the command's own module
     signature = inspect.signature(command)
-    own = [p.replace(annotation=hints.get(name, p.annotation))
-           for name, p in signature.parameters.items() if name != "settings"]
-    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
-             for name, (annotation, default) in RETRIEVAL_OPTIONS.items()]
+    own = [
+        p.replace(annotation=hints.get(name, p.annotation))
+        for name, p in signature.parameters.items()
+        if name != "settings"
+    ]
+    added = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+        for name, (annotation, default) in RETRIEVAL_OPTIONS.items()
+    ]
     positional = [p for p in own if p.kind is not inspect.Parameter.KEYWORD_ONLY]
     keyword = [p for p in own if p.kind is inspect.Parameter.KEYWORD_ONLY]
 
@@ -70,6 +85,9 @@ def retrieval_options(command):
         return command(*args, settings=RetrievalSettings(**chosen), **kwargs)
 
     wrapper.__signature__ = signature.replace(parameters=positional + added + keyword)
-    wrapper.__annotations__ = {**{p.name: p.annotation for p in own}, **{n: a for n, (a, _) in RETRIEVAL_OPTIONS.items()}}
+    wrapper.__annotations__ = {
+        **{p.name: p.annotation for p in own},
+        **{n: a for n, (a, _) in RETRIEVAL_OPTIONS.items()},
+    }
     del wrapper.__wrapped__  # typer must read the new signature, not the wrapped one
     return wrapper

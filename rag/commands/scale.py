@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from rag.commands.common import console, handle_errors, print_json, safe
+from rag.index.spec import DEFAULT_INDEX, IndexSpec
 
 
 def parse_list(text: str, cast, what: str) -> list:
@@ -24,42 +25,91 @@ def parse_list(text: str, cast, what: str) -> list:
     return values
 
 
-def bench_scale(ns: str = typer.Option("10000,100000,1000000", "--n", help="Vector counts N (1e6 works)."),
-                dims: str = typer.Option("64,128,384", "--dims", help="Dimensions d."),
-                kinds: str = typer.Option("flat,ivf-flat,ivf-pq,hnsw,sq8,binary", "--kinds", help="Index kinds."),
-                queries: int = typer.Option(100, help="Held-out queries per cell (recall and batch QPS)."),
-                single: int = typer.Option(30, help="Single queries timed per cell (fewer if a cell is slow)."),
-                hnsw_max: int = typer.Option(300_000, help="Skip hnsw above this N (its build is the slowest)."),
-                out: Path = typer.Option(Path("results/scale"), help="Folder for results.json and plots."),
-                resume: bool = typer.Option(False, "--resume", help="Keep the cells already in results.json."),
-                isolate: bool = typer.Option(True, "--isolate/--in-process",
-                                             help="Each cell in a fresh process (its own peak RSS), or all in this one."),
-                bandwidth_mb: int = typer.Option(512, help="Array size for the memory-bandwidth measurement."),
-                ray_encode: int = typer.Option(0, help="Also time Ray Data encoding of this many SciFact passages "
-                                               "against one process (needs the scale extra)."),
-                project: str = typer.Option("", "--project", help="Also print the arithmetic for these N, e.g. 1e8,1e9."),
-                only_project: bool = typer.Option(False, "--only-project", help="Project from results.json; measure nothing."),
-                ram_gb: float = typer.Option(256.0, help="RAM per machine (projection)."),
-                gpus: int = typer.Option(8, help="GPUs that encode (projection)."),
-                gpu_rate: float = typer.Option(5000.0, help="Assumed MiniLM passages/s per GPU (projection)."),
-                rtt_ms: float = typer.Option(1.0, help="Assumed network round trip per fan-out (projection)."),
-                markdown: Path = typer.Option(None, "--markdown", help="Also write the tables as markdown here."),
-                as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-                pq_sweep: bool = typer.Option(False, "--pq-sweep", help="Instead of the grid: ivf-pq recall@10 "
-                                              "against QPS (code sizes, nprobe, rerank) beside flat in one process, "
-                                              "on real and synthetic vectors where the real pool has enough.")):
+def bench_scale(
+    ns: str = typer.Option("10000,100000,1000000", "--n", help="Vector counts N (1e6 works)."),
+    dims: str = typer.Option("64,128,384", "--dims", help="Dimensions d."),
+    kinds: str = typer.Option("flat,ivf-flat,ivf-pq,hnsw,sq8,binary", "--kinds", help="Index kinds."),
+    queries: int = typer.Option(100, help="Held-out queries per cell (recall and batch QPS)."),
+    single: int = typer.Option(30, help="Single queries timed per cell (fewer if a cell is slow)."),
+    hnsw_max: int = typer.Option(300_000, help="Skip hnsw above this N (its build is the slowest)."),
+    out: Path = typer.Option(Path("results/scale"), help="Folder for results.json and plots."),
+    resume: bool = typer.Option(False, "--resume", help="Keep the cells already in results.json."),
+    isolate: bool = typer.Option(
+        True, "--isolate/--in-process", help="Each cell in a fresh process (its own peak RSS), or all in this one."
+    ),
+    bandwidth_mb: int = typer.Option(512, help="Array size for the memory-bandwidth measurement."),
+    ray_encode: int = typer.Option(
+        0, help="Also time Ray Data encoding of this many SciFact passages against one process (needs the scale extra)."
+    ),
+    project: str = typer.Option("", "--project", help="Also print the arithmetic for these N, e.g. 1e8,1e9."),
+    only_project: bool = typer.Option(False, "--only-project", help="Project from results.json; measure nothing."),
+    ram_gb: float = typer.Option(256.0, help="RAM per machine (projection)."),
+    gpus: int = typer.Option(8, help="GPUs that encode (projection)."),
+    gpu_rate: float = typer.Option(5000.0, help="Assumed MiniLM passages/s per GPU (projection)."),
+    rtt_ms: float = typer.Option(1.0, help="Assumed network round trip per fan-out (projection)."),
+    markdown: Path = typer.Option(None, "--markdown", help="Also write the tables as markdown here."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    pq_sweep: bool = typer.Option(
+        False,
+        "--pq-sweep",
+        help="Instead of the grid: ivf-pq recall@10 "
+        "against QPS (code sizes, nprobe, rerank) beside flat in one process, "
+        "on real and synthetic vectors where the real pool has enough.",
+    ),
+):
     """Measure build time, bytes, peak RSS, search latency, QPS and recall@10 against N, d and index kind."""
-    _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolate, bandwidth_mb, ray_encode,
-                 project, only_project, ram_gb, gpus, gpu_rate, rtt_ms, markdown, as_json, pq_sweep)
+    _bench_scale(
+        ns,
+        dims,
+        kinds,
+        queries,
+        single,
+        hnsw_max,
+        out,
+        resume,
+        isolate,
+        bandwidth_mb,
+        ray_encode,
+        project,
+        only_project,
+        ram_gb,
+        gpus,
+        gpu_rate,
+        rtt_ms,
+        markdown,
+        as_json,
+        pq_sweep,
+    )
 
 
 @handle_errors
-def _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolate, bandwidth_mb, ray_encode,
-                 project, only_project, ram_gb, gpus, gpu_rate, rtt_ms, markdown, as_json, pq_sweep=False):
+def _bench_scale(
+    ns,
+    dims,
+    kinds,
+    queries,
+    single,
+    hnsw_max,
+    out,
+    resume,
+    isolate,
+    bandwidth_mb,
+    ray_encode,
+    project,
+    only_project,
+    ram_gb,
+    gpus,
+    gpu_rate,
+    rtt_ms,
+    markdown,
+    as_json,
+    pq_sweep=False,
+):
+    from rag.bench.scale import load_results, run_scale, summarise
+    from rag.bench.scale_report import plot_growth
+    from rag.bench.scale_report import project as do_project
     from rag.config import RagError, valid_choice
-    from rag.index import INDEX_KINDS
-    from rag.scale import load_results, run_scale, summarise
-    from rag.scale_report import plot_growth, project as do_project
+    from rag.index.kinds import INDEX_KINDS
 
     ns, dims = parse_list(ns, int, "--n"), parse_list(dims, int, "--dims")
     kinds = parse_list(kinds, str, "--kinds")
@@ -75,22 +125,33 @@ def _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolat
             raise RagError(f"no measured cells in {out / 'results.json'}; run: rag bench scale --out {out}")
         summarise(results)  # a killed run saved its cells but not the fits
     else:
-        results = run_scale(out, ns, dims, kinds, queries, single, hnsw_max, isolate, resume,
-                            bandwidth_mb=bandwidth_mb,
-                            progress=None if as_json else lambda what: console.print(f"[dim]measuring {safe(what)}[/]"))
+        results = run_scale(
+            out,
+            ns,
+            dims,
+            kinds,
+            queries,
+            single,
+            hnsw_max,
+            isolate,
+            resume,
+            bandwidth_mb=bandwidth_mb,
+            progress=None if as_json else lambda what: console.print(f"[dim]measuring {safe(what)}[/]"),
+        )
         results["plots"] = [str(p) for p in plot_growth(results, out)]
     if ray_encode:
+        from rag.bench.scale import ray_encode_throughput
         from rag.config import atomic_write_text
-        from rag.scale import ray_encode_throughput
 
         results["ray_encode"] = ray_encode_throughput(ray_encode)
         atomic_write_text(out / "results.json", json.dumps(results, indent=1))
     if project:
-        results["projection"] = do_project(results, parse_list(project, float, "--project"), ram_gb, gpus=gpus,
-                                           gpu_docs_per_s=gpu_rate, rtt_ms=rtt_ms)
+        results["projection"] = do_project(
+            results, parse_list(project, float, "--project"), ram_gb, gpus=gpus, gpu_docs_per_s=gpu_rate, rtt_ms=rtt_ms
+        )
     if markdown:
+        from rag.bench.scale_report import markdown as to_markdown
         from rag.config import atomic_write_text
-        from rag.scale_report import markdown as to_markdown
 
         atomic_write_text(markdown, to_markdown(results))
     if as_json:
@@ -101,12 +162,17 @@ def _bench_scale(ns, dims, kinds, queries, single, hnsw_max, out, resume, isolat
 def run_pq_sweep_cmd(out: Path, ns, dims, queries: int, markdown: Path | None, as_json: bool) -> None:
     from rich.table import Table
 
+    from rag.bench.pq_sweep import run_pq_sweep
+    from rag.bench.scale_report import pq_best_line, pq_grid, pq_markdown
     from rag.config import atomic_write_text
-    from rag.scale_pq import run_pq_sweep
-    from rag.scale_report import pq_best_line, pq_grid, pq_markdown
 
-    results = run_pq_sweep(out, ns, dims, queries,
-                           progress=None if as_json else lambda what: console.print(f"[dim]measuring {safe(what)}[/]"))
+    results = run_pq_sweep(
+        out,
+        ns,
+        dims,
+        queries,
+        progress=None if as_json else lambda what: console.print(f"[dim]measuring {safe(what)}[/]"),
+    )
     if markdown:
         atomic_write_text(markdown, pq_markdown(results))
     if as_json:
@@ -123,28 +189,58 @@ def run_pq_sweep_cmd(out: Path, ns, dims, queries: int, markdown: Path | None, a
 def render_scale(results: dict) -> None:
     from rich.table import Table
 
-    from rag.scale_report import LABELS, fmt_bytes, growth_table, summary
+    from rag.bench.scale_report import LABELS, fmt_bytes, growth_table, summary
 
     bw = results["bandwidth"]
-    console.print(f"pool: {results['pool_vectors']:,} real MiniLM vectors; memory bandwidth (1 thread): "
-                  f"read {bw['read_gb_s']:.1f} GB/s, copy {bw['copy_gb_s']:.1f} GB/s")
-    table = Table("N", "d", "kind", "source", "build s", "bytes", "peak RSS MB", "p50 ms", "p95 ms", "batch QPS",
-                  "recall@10")
+    console.print(
+        f"pool: {results['pool_vectors']:,} real MiniLM vectors; memory bandwidth (1 thread): "
+        f"read {bw['read_gb_s']:.1f} GB/s, copy {bw['copy_gb_s']:.1f} GB/s"
+    )
+    table = Table(
+        "N", "d", "kind", "source", "build s", "bytes", "peak RSS MB", "p50 ms", "p95 ms", "batch QPS", "recall@10"
+    )
     for c in sorted(results["cells"], key=lambda c: (c["n"], c["d"], c["kind"])):
-        table.add_row(f"{c['n']:,}", str(c["d"]), c["kind"], c.get("source", "?"), f"{c['build_s']:.2f}",
-                      fmt_bytes(c["index_bytes"]), f"{c['peak_rss_mb']:.0f}", f"{c['p50_ms']:.3f}",
-                      f"{c['p95_ms']:.3f}", f"{c['batch_qps']:.0f}", f"{c['recall_at_10']:.3f}")
+        table.add_row(
+            f"{c['n']:,}",
+            str(c["d"]),
+            c["kind"],
+            c.get("source", "?"),
+            f"{c['build_s']:.2f}",
+            fmt_bytes(c["index_bytes"]),
+            f"{c['peak_rss_mb']:.0f}",
+            f"{c['p50_ms']:.3f}",
+            f"{c['p95_ms']:.3f}",
+            f"{c['batch_qps']:.0f}",
+            f"{c['recall_at_10']:.3f}",
+        )
     console.print(table)
     for s in results.get("skipped", []):
         console.print(f"skipped N={s['n']:,} d={s['d']} {s['kind']}: {safe(s['why'])}")
-    table = Table("flat N", "d", "bytes scanned", "limit ms", "p50 ms", "p50 × limit", "fastest ms", "fastest × limit",
-                  "numpy scan p50 ms", "p50 × numpy scan")
+    table = Table(
+        "flat N",
+        "d",
+        "bytes scanned",
+        "limit ms",
+        "p50 ms",
+        "p50 × limit",
+        "fastest ms",
+        "fastest × limit",
+        "numpy scan p50 ms",
+        "p50 × numpy scan",
+    )
     for r in results.get("flat_vs_bandwidth", []):
-        table.add_row(f"{r['n']:,}", str(r["d"]), fmt_bytes(r["bytes_scanned"]), f"{r['limit_ms']:.3f}",
-                      f"{r['p50_ms']:.3f}", f"{r['ratio']:.2f}", "-" if r.get("min_ms") is None else f"{r['min_ms']:.3f}",
-                      "-" if r.get("min_ratio") is None else f"{r['min_ratio']:.2f}",
-                      "-" if not r.get("stream_p50_ms") else f"{r['stream_p50_ms']:.3f}",
-                      "-" if not r.get("stream_ratio") else f"{r['stream_ratio']:.2f}")
+        table.add_row(
+            f"{r['n']:,}",
+            str(r["d"]),
+            fmt_bytes(r["bytes_scanned"]),
+            f"{r['limit_ms']:.3f}",
+            f"{r['p50_ms']:.3f}",
+            f"{r['ratio']:.2f}",
+            "-" if r.get("min_ms") is None else f"{r['min_ms']:.3f}",
+            "-" if r.get("min_ratio") is None else f"{r['min_ratio']:.2f}",
+            "-" if not r.get("stream_p50_ms") else f"{r['stream_p50_ms']:.3f}",
+            "-" if not r.get("stream_ratio") else f"{r['stream_ratio']:.2f}",
+        )
     console.print(table)
     if results.get("growth"):
         table = Table("kind", "d", *(f"exp {label}" for label in LABELS.values()))
@@ -154,13 +250,17 @@ def render_scale(results: dict) -> None:
     s = summary(results)
     if s["ivf_pq_d128"]:
         g = s["ivf_pq_d128"]
-        console.print(f"ivf-pq at N={s['n_max']:,} d=128: recall@10 {g['recall_at_10']:.3f}, batch QPS "
-                      f"{g['qps_ratio']:.1f}× flat, single query {g['single_speedup']:.1f}× faster")
+        console.print(
+            f"ivf-pq at N={s['n_max']:,} d=128: recall@10 {g['recall_at_10']:.3f}, batch QPS "
+            f"{g['qps_ratio']:.1f}× flat, single query {g['single_speedup']:.1f}× faster"
+        )
     if "ray_encode" in results:
         e = results["ray_encode"]
-        console.print(f"encoding {e['texts']} passages: one process {e['single_docs_per_s']:.1f}/s, Ray Data with "
-                      f"{e['actors']} actors {e['ray_docs_per_s']:.1f}/s = [bold]{e['ratio']:.2f}×[/] "
-                      f"(max |Δ| {e['max_abs_diff']:.1e})")
+        console.print(
+            f"encoding {e['texts']} passages: one process {e['single_docs_per_s']:.1f}/s, Ray Data with "
+            f"{e['actors']} actors {e['ray_docs_per_s']:.1f}/s = [bold]{e['ratio']:.2f}×[/] "
+            f"(max |Δ| {e['max_abs_diff']:.1e})"
+        )
     for plot in results.get("plots", []):
         console.print(f"plot: {safe(plot)}")
     if "projection" in results:
@@ -171,88 +271,116 @@ def render_projection(p: dict, fmt_bytes) -> None:
     from rich.table import Table
 
     a = p["assumptions"]
-    console.print(f"[bold]projection[/] (assumed: {a['ram_gb']:.0f} GB RAM per machine, {a['usable_fraction']:.0%} "
-                  f"for the index; {a['gpus']} GPUs at {a['gpu_docs_per_s']:.0f} passages/s each; "
-                  f"{a['rtt_ms']} ms round trip)")
-    table = Table("N", "kind", "d", "B/vector", "index", "machines", "per-shard p50 ms", "fan-out p50 ms",
-                  "exp", "from N")
+    console.print(
+        f"[bold]projection[/] (assumed: {a['ram_gb']:.0f} GB RAM per machine, {a['usable_fraction']:.0%} "
+        f"for the index; {a['gpus']} GPUs at {a['gpu_docs_per_s']:.0f} passages/s each; "
+        f"{a['rtt_ms']} ms round trip)"
+    )
+    table = Table(
+        "N", "kind", "d", "B/vector", "index", "machines", "per-shard p50 ms", "fan-out p50 ms", "exp", "from N"
+    )
     for r in p["rows"]:
-        table.add_row(f"{r['target']:.0e}", r["kind"], str(r["d"]), f"{r['bytes_per_vector']:.1f}",
-                      fmt_bytes(r["bytes"]), str(r["machines"]), f"{r['shard_p50_ms']:.1f}",
-                      f"{r['fanout_p50_ms']:.1f}", f"{r['search_exponent']:.2f}", f"{r['measured_at_n']:,}")
+        table.add_row(
+            f"{r['target']:.0e}",
+            r["kind"],
+            str(r["d"]),
+            f"{r['bytes_per_vector']:.1f}",
+            fmt_bytes(r["bytes"]),
+            str(r["machines"]),
+            f"{r['shard_p50_ms']:.1f}",
+            f"{r['fanout_p50_ms']:.1f}",
+            f"{r['search_exponent']:.2f}",
+            f"{r['measured_at_n']:,}",
+        )
     console.print(table)
     for e in p["encoding"]:
-        console.print(f"encoding {e['target']:.0e} passages: {e['gpu_hours']:.1f} h on {e['gpus']} GPUs; "
-                      f"{e['cpu_2core_days']:.0f} days on one 2-core CPU at the measured {a['cpu_docs_per_s']}/s")
+        console.print(
+            f"encoding {e['target']:.0e} passages: {e['gpu_hours']:.1f} h on {e['gpus']} GPUs; "
+            f"{e['cpu_2core_days']:.0f} days on one 2-core CPU at the measured {a['cpu_docs_per_s']}/s"
+        )
 
 
 # ---------------------------------------------------------------- sharded indexes (Ray)
 
 BUILD_ENGINES = {"local": "one process, one index", "ray": "Ray Data encodes, Ray tasks build --shards S shards"}
-EngineOpt = typer.Option("local", "--engine", help="; ".join(f"{k}: {v}" for k, v in BUILD_ENGINES.items())
-                         + " (Ray is the scale extra: pip install -e '.\\[scale]').")
+EngineOpt = typer.Option(
+    "local",
+    "--engine",
+    help="; ".join(f"{k}: {v}" for k, v in BUILD_ENGINES.items())
+    + " (Ray is the scale extra: pip install -e '.\\[scale]').",
+)
 ShardsOpt = typer.Option(2, "--shards", help="With --engine ray: how many shards.")
-AddressOpt = typer.Option(None, "--address", help="With --engine ray: auto, host:port or ray://host:port "
-                          "(default: a new local Ray).")
+AddressOpt = typer.Option(
+    None, "--address", help="With --engine ray: auto, host:port or ray://host:port (default: a new local Ray)."
+)
 
 
-def build_sharded_cmd(corpus: str, encoder: str, dim, index: str, reduce: str, engine: str, shards: int,
-                      address, as_json: bool) -> None:
+def build_sharded_cmd(corpus: str, spec, engine: str, shards: int, address, as_json: bool) -> None:
     """`rag index build --engine ray`: the sharded build (called by rag.commands.index.build_cmd)."""
     from rag.config import RagError
-    from rag.corpus import load_corpus
-    from rag.shards import build_sharded, import_ray
-    from rag.store import check_options
+    from rag.data.corpus import load_corpus
+    from rag.index.shards import build_sharded, import_ray
 
     if engine not in BUILD_ENGINES:
         raise RagError(f"unknown --engine {engine!r}; choose one of: {', '.join(BUILD_ENGINES)}")
-    check_options(encoder, dim, index, reduce)
     import_ray()  # a missing extra is one line, before the corpus is read
     c = load_corpus(corpus)
-    summary = build_sharded(c, encoder, dim, index, reduce, shards=shards, address=address)
+    summary = build_sharded(c, spec, shards=shards, address=address)
     if as_json:
         return print_json(summary)
     rate = f", {summary['encode_docs_per_s']:.1f} docs/s" if "encode_docs_per_s" in summary else ""
-    console.print(f"[green]built[/] {safe(summary['path'])}: {summary['shards']} shards "
-                  f"({', '.join(map(str, summary['shard_vectors']))} vectors), d={summary['dim']}, {summary['kind']}, "
-                  f"{summary['index_bytes']:,} bytes; vectors from {summary['encoded_by']}{rate}")
+    console.print(
+        f"[green]built[/] {safe(summary['path'])}: {summary['shards']} shards "
+        f"({', '.join(map(str, summary['shard_vectors']))} vectors), d={summary['dim']}, {summary['kind']}, "
+        f"{summary['index_bytes']:,} bytes; vectors from {summary['encoded_by']}{rate}"
+    )
 
 
-shards_app = typer.Typer(help="Sharded indexes (built with rag index build --engine ray): search and inspect.",
-                         no_args_is_help=True)
+shards_app = typer.Typer(
+    help="Sharded indexes (built with rag index build --engine ray): search and inspect.", no_args_is_help=True
+)
 
 
 @shards_app.command("search")
 @handle_errors
-def shards_search(question: str = typer.Argument(..., help="The query."),
-                  corpus: str = typer.Option("builtin", help="The corpus the shards were built from."),
-                  encoder: str = typer.Option("minilm", help="Encoder the shards were built with."),
-                  dim: int = typer.Option(None, help="d the shards were built at (default: full width)."),
-                  index: str = typer.Option("flat", "--index", help="Index kind of the shards."),
-                  reduce: str = typer.Option("pca", help="Reducer of the shards."),
-                  shards: int = typer.Option(2, "--shards", help="How many shards the index was built with."),
-                  k: int = typer.Option(5, "-k", "--k", help="How many passages."),
-                  engine: str = typer.Option("local", "--engine", help="local: open every shard here; ray: one "
-                                             "Ray actor per shard."),
-                  address: str = typer.Option(None, "--address", help="With --engine ray: the cluster."),
-                  allow_partial: bool = typer.Option(False, "--allow-partial", help="Answer from the shards that "
-                                                     "answer, and say which did not (default: an error)."),
-                  as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
+def shards_search(
+    question: str = typer.Argument(..., help="The query."),
+    corpus: str = typer.Option("builtin", help="The corpus the shards were built from."),
+    encoder: str = typer.Option(DEFAULT_INDEX.encoder, help="Encoder the shards were built with."),
+    dim: int = typer.Option(DEFAULT_INDEX.dim, help="d the shards were built at (default: full width)."),
+    index: str = typer.Option(DEFAULT_INDEX.kind, "--index", help="Index kind of the shards."),
+    reduce: str = typer.Option(DEFAULT_INDEX.reduce, help="Reducer of the shards."),
+    shards: int = typer.Option(2, "--shards", help="How many shards the index was built with."),
+    k: int = typer.Option(5, "-k", "--k", help="How many passages."),
+    engine: str = typer.Option("local", "--engine", help="local: open every shard here; ray: one Ray actor per shard."),
+    address: str = typer.Option(None, "--address", help="With --engine ray: the cluster."),
+    allow_partial: bool = typer.Option(
+        False, "--allow-partial", help="Answer from the shards that answer, and say which did not (default: an error)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+):
     """Fan a query out to every shard and merge the top-k."""
     from rag.config import check_question
-    from rag.corpus import load_corpus
-    from rag.shards import ShardSet, sharded_path
-    from rag.store import check_options
+    from rag.data.corpus import load_corpus
+    from rag.index.shards import ShardSet, sharded_path
 
     question = check_question(question)
-    d = check_options(encoder, dim, index, reduce)
+    spec = IndexSpec(encoder, dim, index, reduce).validated()
     c = load_corpus(corpus)
-    shard_set = ShardSet(sharded_path(c, encoder, d, index, reduce, shards), engine, allow_partial, address)
+    shard_set = ShardSet(sharded_path(c, spec, shards), engine, allow_partial, address)
     hits = shard_set.search(shard_set.encode([question]), k)
-    rows = [{"rank": i + 1, "score": float(s), "row": int(r), "id": p.id, "title": p.title, "text": p.text}
-            for i, (s, r, p) in enumerate(zip(hits.scores[0], hits.rows[0], hits.passages[0]))]
-    result = {"question": question, "hits": rows, "answered": hits.answered, "missing": hits.missing,
-              "shards": shard_set.manifest["shards"], "engine": engine}
+    rows = [
+        {"rank": i + 1, "score": float(s), "row": int(r), "id": p.id, "title": p.title, "text": p.text}
+        for i, (s, r, p) in enumerate(zip(hits.scores[0], hits.rows[0], hits.passages[0]))
+    ]
+    result = {
+        "question": question,
+        "hits": rows,
+        "answered": hits.answered,
+        "missing": hits.missing,
+        "shards": shard_set.manifest["shards"],
+        "engine": engine,
+    }
     if as_json:
         return print_json(result)
     if hits.missing:

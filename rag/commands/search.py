@@ -10,9 +10,12 @@ from rag.retrieve import RetrievalSettings
 
 
 @retrieval_options
-def search(question: str = typer.Argument(..., help="The question (at most 8,000 characters)."), *,
-           settings: RetrievalSettings,
-           as_json: bool = typer.Option(False, "--json", help="Print {question, passages:[{id,title,source,score,text}]}.")):
+def search(
+    question: str = typer.Argument(..., help="The question (at most 8,000 characters)."),
+    *,
+    settings: RetrievalSettings,
+    as_json: bool = typer.Option(False, "--json", help="Print {question, passages:[{id,title,source,score,text}]}."),
+):
     """Retrieve the top-k passages for a question. Builds the index first if it is missing."""
     _search(question, settings, as_json)
 
@@ -30,9 +33,14 @@ def _search(question, settings, as_json):
     if as_json:
         return print_json(r.result(question, hits))
     d = r.description
-    console.print(f"[dim]{d['retriever']} retrieval over {safe(d['corpus'])} · {d['encoder'] or ''} d={d['dim'] or '-'} "
-                  f"{d['index'] or ''} · {r.timings['total_ms']:.1f} ms[/]")
+    console.print(
+        f"[dim]{d['retriever']} retrieval over {safe(d['corpus'])} · {d['encoder'] or ''} d={d['dim'] or '-'} "
+        f"{d['index'] or ''} · {r.timings['total_ms']:.1f} ms[/]"
+    )
     for n, h in enumerate(hits, 1):
         snippet = h.passage.text[:300] + ("…" if len(h.passage.text) > 300 else "")
-        console.print(f"\n[bold]{n}. {safe(h.passage.title)}[/]  [dim]{safe(h.passage.source)} · score {h.score:.3f}[/]"
-                      f"\n{safe(snippet)}", highlight=False)
+        console.print(
+            f"\n[bold]{n}. {safe(h.passage.title)}[/]  [dim]{safe(h.passage.source)} · score {h.score:.3f}[/]"
+            f"\n{safe(snippet)}",
+            highlight=False,
+        )

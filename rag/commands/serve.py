@@ -3,55 +3,73 @@
 from __future__ import annotations
 
 import os
-import signal
 import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import typer
 from rich.table import Table
 
 from rag.commands.common import console, err_console, safe
-from rag.config import percentile
-
-
-BENCH_QUESTIONS = [
-    "What does the embedding dimension control?",
-    "How many parameters does a 50k x 768 embedding table have?",
-    "How much memory does a 128k x 4096 table take in fp16?",
-    "How are rotary position embeddings applied to queries and keys?",
-    "What is the square-root heuristic for choosing d?",
-    "Why are input and output embeddings tied?",
-    "How much training memory does Adam need per parameter?",
-    "How does ALiBi bias attention scores?",
-    "Why is an embedding lookup the same as a one-hot matrix product?",
-    "How do sinusoidal position encodings work?",
-]
 
 
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address to bind; the default accepts local connections only."),
     port: int = typer.Option(8000, min=0, max=65535, help="TCP port (0 picks a free one)."),
-    corpus: list[str] = typer.Option([], "--corpus", help="Extra corpus folder, NAME=PATH or PATH (served as the folder's name); repeatable."),
-    encoder: list[str] = typer.Option([], "--encoder", help="Extra encoder, NAME=lm:<checkpoint dir> or lm:<dir> (served as lm-<folder>); repeatable."),
-    allow: list[str] = typer.Option([], "--allow", help="Serve only these values: FIELD=V1,V2 for corpus, encoder, dim, index, reduce, retriever or llm (repeatable; llm defaults to extractive only)."),
-    config: Path = typer.Option(None, "--config", help="TOML file with the same settings ([allow] corpus = [...], build_missing = true, ...)."),
-    warm: bool = typer.Option(True, help="Open (and build if missing) the default retriever (builtin, minilm, flat, hybrid) before serving."),
-    build_missing: bool = typer.Option(None, "--build-missing/--no-build-missing", help="Build a missing index (FAISS or BM25) when a request needs it. Off by default: missing indexes answer 404."),
-    max_open: int = typer.Option(None, min=1, help="At most this many retrievers stay open (least recently used dropped first). Default 8."),
-    max_memory: int = typer.Option(None, "--max-memory", min=1, help="MB: the open retrievers' estimated memory stays under this. Default 4096."),
+    corpus: list[str] = typer.Option(
+        [], "--corpus", help="Extra corpus folder, NAME=PATH or PATH (served as the folder's name); repeatable."
+    ),
+    encoder: list[str] = typer.Option(
+        [], "--encoder", help="Extra encoder, NAME=lm:<checkpoint dir> or lm:<dir> (served as lm-<folder>); repeatable."
+    ),
+    allow: list[str] = typer.Option(
+        [],
+        "--allow",
+        help="Serve only these values: FIELD=V1,V2 for corpus, encoder, dim, index, reduce, retriever or llm (repeatable; llm defaults to extractive only).",
+    ),
+    config: Path = typer.Option(
+        None, "--config", help="TOML file with the same settings ([allow] corpus = [...], build_missing = true, ...)."
+    ),
+    warm: bool = typer.Option(
+        True, help="Open (and build if missing) the default retriever (builtin, minilm, flat, hybrid) before serving."
+    ),
+    build_missing: bool = typer.Option(
+        None,
+        "--build-missing/--no-build-missing",
+        help="Build a missing index (FAISS or BM25) when a request needs it. Off by default: missing indexes answer 404.",
+    ),
+    max_open: int = typer.Option(
+        None, min=1, help="At most this many retrievers stay open (least recently used dropped first). Default 8."
+    ),
+    max_memory: int = typer.Option(
+        None, "--max-memory", min=1, help="MB: the open retrievers' estimated memory stays under this. Default 4096."
+    ),
     max_builds: int = typer.Option(None, min=1, help="Index builds at once; more answer 503. Default 1."),
-    max_inflight: int = typer.Option(None, min=0, help="At most this many /search and /ask requests compute at once; 0 = no limit."),
-    max_body: int = typer.Option(None, min=1024, help="Request body limit in bytes (default 65536); larger bodies get 413."),
-    api_key_file: Path = typer.Option(None, help="File holding the API key (else RAG_API_KEY); every endpoint but /health then needs 'Authorization: Bearer <key>'."),
-    allowed_host: list[str] = typer.Option([], "--allowed-host", help="Host header values to accept (default localhost names; '*' for any)."),
-    cors_origin: list[str] = typer.Option([], "--cors-origin", help="Origins allowed by CORS (default none: CORS off)."),
+    max_inflight: int = typer.Option(
+        None, min=0, help="At most this many /search and /ask requests compute at once; 0 = no limit."
+    ),
+    max_body: int = typer.Option(
+        None, min=1024, help="Request body limit in bytes (default 65536); larger bodies get 413."
+    ),
+    api_key_file: Path = typer.Option(
+        None,
+        help="File holding the API key (else RAG_API_KEY); every endpoint but /health then needs 'Authorization: Bearer <key>'.",
+    ),
+    allowed_host: list[str] = typer.Option(
+        [], "--allowed-host", help="Host header values to accept (default localhost names; '*' for any)."
+    ),
+    cors_origin: list[str] = typer.Option(
+        [], "--cors-origin", help="Origins allowed by CORS (default none: CORS off)."
+    ),
     timeout_keep_alive: float = typer.Option(5.0, min=0.1, help="Seconds an idle keep-alive connection stays open."),
-    header_timeout: float = typer.Option(10.0, min=0.1, help="Seconds a connection may take to send a whole request head."),
-    torch_threads: int = typer.Option(1, min=0, help="torch threads per request (requests already run in parallel); 0 = torch default."),
-    log_level: str = typer.Option("info", help="uvicorn log level; access logs are JSON lines on the rag.access logger."),
+    header_timeout: float = typer.Option(
+        10.0, min=0.1, help="Seconds a connection may take to send a whole request head."
+    ),
+    torch_threads: int = typer.Option(
+        1, min=0, help="torch threads per request (requests already run in parallel); 0 = torch default."
+    ),
+    log_level: str = typer.Option(
+        "info", help="uvicorn log level; access logs are JSON lines on the rag.access logger."
+    ),
 ) -> None:
     """Serve /ask, /search, the OpenAI-compatible /v1 endpoints, /health, /config, /indexes and /metrics over HTTP."""
     from rag.config import RagError
@@ -61,14 +79,26 @@ def serve(
         settings = read_config_file(config) if config else {}
         settings["allow"] = {**settings.get("allow", {}), **parse_allow(allow)}
         settings["corpora"] = {**settings.get("corpora", {}), **parse_corpora(corpus)}
-        flags = {"encoders": list(encoder) or None, "build_missing": build_missing, "max_open": max_open,
-                 "max_memory_mb": max_memory, "max_builds": max_builds, "max_inflight": max_inflight,
-                 "max_body": max_body, "allowed_hosts": list(allowed_host) or None,
-                 "cors_origins": list(cors_origin) or None}
+        flags = {
+            "encoders": list(encoder) or None,
+            "build_missing": build_missing,
+            "max_open": max_open,
+            "max_memory_mb": max_memory,
+            "max_builds": max_builds,
+            "max_inflight": max_inflight,
+            "max_body": max_body,
+            "allowed_hosts": list(allowed_host) or None,
+            "cors_origins": list(cors_origin) or None,
+        }
         settings.update({k: v for k, v in flags.items() if v is not None})
-        policy = ServePolicy(**settings, api_key=read_api_key(str(api_key_file) if api_key_file else None),
-                             header_timeout=header_timeout, keep_alive=timeout_keep_alive, torch_threads=torch_threads,
-                             warm=[DEFAULT_WARM] if warm else [])
+        policy = ServePolicy(
+            **settings,
+            api_key=read_api_key(str(api_key_file) if api_key_file else None),
+            header_timeout=header_timeout,
+            keep_alive=timeout_keep_alive,
+            torch_threads=torch_threads,
+            warm=[DEFAULT_WARM] if warm else [],
+        )
     except (RagError, TypeError) as exc:
         err_console.print(f"[red]error:[/] {safe(str(exc))}")
         raise typer.Exit(2) from None
@@ -84,17 +114,27 @@ def _run(policy, host: str, port: int, log_level: str) -> None:
     from rag.serve.guard import protocol_with_timeout
 
     if host not in ("127.0.0.1", "localhost", "::1") and not policy.api_key:
-        err_console.print(f"[yellow]warning: binding {host} exposes the service beyond this machine without an API key; "
-                          "set RAG_API_KEY or --api-key-file[/]")
+        err_console.print(
+            f"[yellow]warning: binding {host} exposes the service beyond this machine without an API key; "
+            "set RAG_API_KEY or --api-key-file[/]"
+        )
     api = create_app(policy)
     sock = _bind(host, port)
     logging.basicConfig(level=log_level.upper(), format="%(message)s")
-    console.print(f"rag serve on http://{host}:{sock.getsockname()[1]}  (docs at /docs; "
-                  f"auth {'on' if policy.api_key else 'off'}; builds {'on' if policy.build_missing else 'off'})")
-    server = uvicorn.Server(uvicorn.Config(api, log_level=log_level, access_log=False,
-                                           http=protocol_with_timeout(policy.header_timeout),
-                                           timeout_keep_alive=policy.keep_alive,
-                                           h11_max_incomplete_event_size=16 * 1024))
+    console.print(
+        f"rag serve on http://{host}:{sock.getsockname()[1]}  (docs at /docs; "
+        f"auth {'on' if policy.api_key else 'off'}; builds {'on' if policy.build_missing else 'off'})"
+    )
+    server = uvicorn.Server(
+        uvicorn.Config(
+            api,
+            log_level=log_level,
+            access_log=False,
+            http=protocol_with_timeout(policy.header_timeout),
+            timeout_keep_alive=policy.keep_alive,
+            h11_max_incomplete_event_size=16 * 1024,
+        )
+    )
     server.run(sockets=[sock])
 
 
@@ -113,183 +153,51 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
-def start_server_process(port: int, log_path: Path, extra_args: list[str] | None = None, env: dict | None = None) -> subprocess.Popen:
-    """Start `rag serve` as a child process on 127.0.0.1:port; its output goes to log_path."""
-    repo = Path(__file__).resolve().parents[2]
-    cmd = [sys.executable, str(repo / "cli.py"), "serve", "--host", "127.0.0.1", "--port", str(port),
-           "--log-level", "warning", *(extra_args or [])]
-    log = open(log_path, "wb")
-    child_env = {**os.environ, **(env or {})}
-    child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), child_env.get("PYTHONPATH")]))
-    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=child_env, start_new_session=True)
-
-
-def wait_healthy(url: str, proc: subprocess.Popen | None, timeout: float, log_path: Path | None = None) -> dict:
-    """Poll url/health until it answers 200; fail early if the server process dies."""
-    import httpx
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            tail = log_path.read_text(errors="replace")[-2000:] if log_path and log_path.exists() else ""
-            raise RuntimeError(f"server exited with code {proc.returncode} before it was healthy:\n{tail}")
-        try:
-            response = httpx.get(url + "/health", timeout=2.0)
-            if response.status_code == 200:
-                return response.json()
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.25)
-    raise RuntimeError(f"server at {url} was not healthy within {timeout:.0f} s")
-
-
-def stop_server_process(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)  # uvicorn shuts down cleanly on SIGINT
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def fire(url: str, path: str, payloads: list[dict], timeout: float, headers: dict | None = None) -> dict:
-    """Send all payloads at once (one asyncio task each) and time every request."""
-    import asyncio
-
-    import httpx
-
-    async def one(client: httpx.AsyncClient, payload: dict) -> tuple[float, int | str]:
-        t0 = time.perf_counter()
-        try:
-            response = await client.post(url + path, json=payload)
-            outcome: int | str = response.status_code
-        except httpx.HTTPError as exc:
-            outcome = type(exc).__name__
-        return (time.perf_counter() - t0) * 1000, outcome
-
-    async def run_all():
-        limits = httpx.Limits(max_connections=len(payloads), max_keepalive_connections=len(payloads))
-        async with httpx.AsyncClient(timeout=timeout, limits=limits, headers=headers) as client:
-            t0 = time.perf_counter()
-            results = await asyncio.gather(*(one(client, p) for p in payloads))
-            return results, (time.perf_counter() - t0)
-
-    results, wall = asyncio.run(run_all())
-    return summarise(path, results, wall)
-
-
-def fire_sequential(url: str, path: str, payloads: list[dict], timeout: float, headers: dict | None = None) -> dict:
-    """Send payloads one after another (the single-request baseline)."""
-    import httpx
-
-    results = []
-    with httpx.Client(timeout=timeout, headers=headers) as client:
-        t_all = time.perf_counter()
-        for payload in payloads:
-            t0 = time.perf_counter()
-            try:
-                outcome: int | str = client.post(url + path, json=payload).status_code
-            except httpx.HTTPError as exc:
-                outcome = type(exc).__name__
-            results.append(((time.perf_counter() - t0) * 1000, outcome))
-        wall = time.perf_counter() - t_all
-    return summarise(path, results, wall, mode="serial")
-
-
-def summarise(path: str, results: list[tuple[float, int | str]], wall_s: float, mode: str = "concurrent") -> dict:
-    import numpy as np
-
-    latencies = np.array([ms for ms, _ in results])
-    errors = [outcome for _, outcome in results if outcome != 200]
-    return {"endpoint": path, "mode": mode, "requests": len(results), "errors": len(errors), "error_kinds": sorted({str(e) for e in errors}),
-            "p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95),
-            "max_ms": float(latencies.max()), "wall_s": wall_s, "rps": len(results) / wall_s}
-
-
 def bench_serve(
     requests: int = typer.Option(50, "--requests", "-n", min=1, help="Concurrent requests per endpoint."),
-    sequential: int = typer.Option(10, min=0, help="Requests sent one at a time first, as the single-request baseline."),
+    sequential: int = typer.Option(
+        10, min=0, help="Requests sent one at a time first, as the single-request baseline."
+    ),
     corpus: str = typer.Option("builtin", help="Corpus to query."),
     index: str = typer.Option("flat", help="Index kind."),
     retriever: str = typer.Option("hybrid", help="dense | bm25 | hybrid."),
     server: str = typer.Option("", help="Bench a running server at this URL instead of starting one."),
-    torch_threads: list[int] = typer.Option([1, 0], "--torch-threads",
-                                            help="Start one server per value (serve --torch-threads) and compare."),
+    torch_threads: list[int] = typer.Option(
+        [1, 0], "--torch-threads", help="Start one server per value (serve --torch-threads) and compare."
+    ),
     max_inflight: int = typer.Option(0, min=0, help="--max-inflight of the started servers (0 = no limit)."),
     timeout: float = typer.Option(300.0, help="Per-request timeout, seconds."),
     startup_timeout: float = typer.Option(300.0, help="Seconds to wait for a started server to be healthy."),
-    api_key: str = typer.Option("", envvar="RAG_API_KEY", show_default=False,
-                                help="Send this Bearer key (and start servers with it); default $RAG_API_KEY."),
+    api_key: str = typer.Option(
+        "",
+        envvar="RAG_API_KEY",
+        show_default=False,
+        help="Send this Bearer key (and start servers with it); default $RAG_API_KEY.",
+    ),
 ) -> None:
     """Fire N concurrent /search then N concurrent /ask (extractive) requests at a real server; print p50/p95 and errors."""
+    from rag.bench.serve_load import bench_servers
+
     settings = {"corpus": corpus, "index": index, "retriever": retriever}
-    pool = _questions(corpus)
-    questions = [pool[i % len(pool)] for i in range(requests)]
-    rows = []
-    configs = [("external", None)] if server else [(f"torch={t or 'auto'}", t) for t in torch_threads]
-    for label, threads in configs:
-        proc, url = None, server.rstrip("/")
-        log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"rag-bench-serve-{os.getpid()}-{threads}.log"
-        try:
-            if not url:
-                port = free_port()
-                url = f"http://127.0.0.1:{port}"
-                console.print(f"starting rag serve --torch-threads {threads} on {url} (log: {log_path}) ...")
-                t0 = time.perf_counter()
-                proc = start_server_process(port, log_path,
-                                            ["--torch-threads", str(threads), "--max-inflight", str(max_inflight)],
-                                            env={"RAG_API_KEY": api_key} if api_key else None)
-                wait_healthy(url, proc, startup_timeout, log_path)
-                console.print(f"server healthy after {time.perf_counter() - t0:.1f} s")
-            headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
-            rows += [{**r, "server": label} for r in _load(url, settings, questions, sequential, timeout, headers)]
-        except RuntimeError as exc:
-            err_console.print(f"[red]error:[/] {exc}")
-            raise typer.Exit(1) from None
-        finally:
-            if proc is not None:
-                stop_server_process(proc)
+    try:
+        rows = bench_servers(
+            settings,
+            requests,
+            sequential,
+            server,
+            tuple(torch_threads),
+            max_inflight,
+            timeout,
+            startup_timeout,
+            api_key,
+            say=console.print,
+        )
+    except RuntimeError as exc:
+        err_console.print(f"[red]error:[/] {safe(str(exc))}")
+        raise typer.Exit(1) from None
     _print_rows(rows, settings)
     if sum(r["errors"] for r in rows):
         raise typer.Exit(1)
-
-
-def _load(url: str, settings: dict, questions: list[str], sequential: int, timeout: float,
-          headers: dict | None = None) -> list[dict]:
-    """A warm-up request per endpoint (untimed), then the one-at-a-time baseline, then everything at once."""
-    search = [{"question": q, **settings, "k": 5} for q in questions]
-    ask = [{"question": q, **settings, "llm": "extractive"} for q in questions]
-    for path, payload in (("/search", search[0]), ("/ask", ask[0])):
-        warmup = fire(url, path, [payload], timeout, headers)
-        if warmup["errors"]:
-            console.print(f"[red]warm-up {path} failed: {warmup['error_kinds']}[/]")
-    rows = []
-    if sequential:
-        rows += [fire_sequential(url, "/search", search[:sequential], timeout, headers),
-                 fire_sequential(url, "/ask", ask[:sequential], timeout, headers)]
-    return rows + [fire(url, "/search", search, timeout, headers), fire(url, "/ask", ask, timeout, headers)]
-
-
-def _questions(corpus: str) -> list[str]:
-    """The named data set's own queries, else questions about the built-in corpus."""
-    from rag.config import RagError
-    from rag.corpus import NAMED_CORPORA, load_corpus
-
-    if corpus in NAMED_CORPORA and corpus != "builtin":
-        try:
-            queries = [q.text for q in load_corpus(corpus).queries[:200]]
-        except RagError:
-            queries = []
-        if queries:
-            return queries
-    return BENCH_QUESTIONS
 
 
 def _print_rows(rows: list[dict], settings: dict) -> None:
@@ -298,19 +206,38 @@ def _print_rows(rows: list[dict], settings: dict) -> None:
     for column in ("server", "endpoint", "mode", "n", "errors", "p50 ms", "p95 ms", "req/s"):
         table.add_column(column, justify="left" if column in ("server", "endpoint", "mode") else "right", no_wrap=True)
     for r in rows:
-        table.add_row(r["server"], r["endpoint"], r["mode"], str(r["requests"]),
-                      str(r["errors"]) + (f" {r['error_kinds']}" if r["errors"] else ""),
-                      f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}", f"{r['rps']:.1f}")
+        table.add_row(
+            r["server"],
+            r["endpoint"],
+            r["mode"],
+            str(r["requests"]),
+            str(r["errors"]) + (f" {r['error_kinds']}" if r["errors"] else ""),
+            f"{r['p50_ms']:.0f}",
+            f"{r['p95_ms']:.0f}",
+            f"{r['rps']:.1f}",
+        )
     console.print(table)
     first = rows[0]["server"]
     for r in rows:
-        base = next((b for b in rows if b["server"] == r["server"] and b["endpoint"] == r["endpoint"]
-                     and b["mode"] == "serial"), None)
+        base = next(
+            (
+                b
+                for b in rows
+                if b["server"] == r["server"] and b["endpoint"] == r["endpoint"] and b["mode"] == "serial"
+            ),
+            None,
+        )
         if r["mode"] == "concurrent" and base:
-            console.print(f"{r['server']} {r['endpoint']}: {r['requests']} at once vs one at a time: "
-                          f"p50 latency x{r['p50_ms'] / base['p50_ms']:.1f}, throughput x{r['rps'] / base['rps']:.2f}")
-        ref = next((b for b in rows if b["server"] == first and b["endpoint"] == r["endpoint"] and b["mode"] == r["mode"]), None)
+            console.print(
+                f"{r['server']} {r['endpoint']}: {r['requests']} at once vs one at a time: "
+                f"p50 latency x{r['p50_ms'] / base['p50_ms']:.1f}, throughput x{r['rps'] / base['rps']:.2f}"
+            )
+        ref = next(
+            (b for b in rows if b["server"] == first and b["endpoint"] == r["endpoint"] and b["mode"] == r["mode"]),
+            None,
+        )
         if r["server"] != first and ref:
-            console.print(f"{r['server']} vs {first}, {r['endpoint']} {r['mode']}: p50 x{r['p50_ms'] / ref['p50_ms']:.2f}, "
-                          f"p95 x{r['p95_ms'] / ref['p95_ms']:.2f}, throughput x{r['rps'] / ref['rps']:.2f}")
-
+            console.print(
+                f"{r['server']} vs {first}, {r['endpoint']} {r['mode']}: p50 x{r['p50_ms'] / ref['p50_ms']:.2f}, "
+                f"p95 x{r['p95_ms'] / ref['p95_ms']:.2f}, throughput x{r['rps'] / ref['rps']:.2f}"
+            )

@@ -29,8 +29,9 @@ class BackendSpec:
 ENCODER_BACKENDS: dict[str, BackendSpec] = {
     "torch": BackendSpec("PyTorch through transformers (the reference vectors)", "fp32"),
     "onnx": BackendSpec("ONNX Runtime, fp32 export of the same graph (same vectors; no torch at query time)", "fp32"),
-    "onnx-int8": BackendSpec("ONNX Runtime, int8 weights by dynamic quantization (fastest; near, not equal, "
-                             "vectors)", "int8"),
+    "onnx-int8": BackendSpec(
+        "ONNX Runtime, int8 weights by dynamic quantization (fastest; near, not equal, vectors)", "int8"
+    ),
 }
 
 
@@ -62,16 +63,33 @@ class EncoderSpec:
     query_backend: str | None = None  # the default for queries (None = the first of backends)
 
 
-ENCODERS: dict[str, EncoderSpec] = {s.name: s for s in (
-    EncoderSpec("minilm", 384, load_minilm, "all-MiniLM-L6-v2 sentence-transformer (384-d)",
-                # chosen on SciFact (README, Encoder backends): int8 queries over fp32 documents lose no nDCG@10
-                backends=("onnx", "torch", "onnx-int8"), query_backend="onnx-int8"),
-    EncoderSpec("smollm2-input", 576, load_smollm2_table, "SmolLM2 input-embedding table, IDF-weighted pooling (576-d)"),
-    EncoderSpec("smollm2-input-mean", 576, load_smollm2_table, "SmolLM2 input-embedding table, mean pooling (576-d)"),
-    EncoderSpec("smollm2-input-wbm25", 576, load_smollm2_table,
-                "SmolLM2 input table, token-whitened, BM25-weighted pooling (576-d)"),
-    EncoderSpec("lm:", None, load_lm_table, "the input table of a model from rag lm train (#idf: IDF pooling)"),
-)}
+ENCODERS: dict[str, EncoderSpec] = {
+    s.name: s
+    for s in (
+        EncoderSpec(
+            "minilm",
+            384,
+            load_minilm,
+            "all-MiniLM-L6-v2 sentence-transformer (384-d)",
+            # chosen on SciFact (README, Encoder backends): int8 queries over fp32 documents lose no nDCG@10
+            backends=("onnx", "torch", "onnx-int8"),
+            query_backend="onnx-int8",
+        ),
+        EncoderSpec(
+            "smollm2-input", 576, load_smollm2_table, "SmolLM2 input-embedding table, IDF-weighted pooling (576-d)"
+        ),
+        EncoderSpec(
+            "smollm2-input-mean", 576, load_smollm2_table, "SmolLM2 input-embedding table, mean pooling (576-d)"
+        ),
+        EncoderSpec(
+            "smollm2-input-wbm25",
+            576,
+            load_smollm2_table,
+            "SmolLM2 input table, token-whitened, BM25-weighted pooling (576-d)",
+        ),
+        EncoderSpec("lm:", None, load_lm_table, "the input table of a model from rag lm train (#idf: IDF pooling)"),
+    )
+}
 ENCODER_NAMES = tuple(n for n in ENCODERS if not n.endswith(":"))
 
 
@@ -105,8 +123,10 @@ def check_backend(name: str, backend: str | None, queries: bool = False) -> str:
     if backend not in ENCODER_BACKENDS:
         raise RagError(f"unknown backend '{backend}'; valid backends: {', '.join(ENCODER_BACKENDS)}")
     if backend not in spec.backends:
-        raise RagError(f"encoder '{name}' has no {backend} backend (only MiniLM has an ONNX export); "
-                       f"use --backend {' or '.join(spec.backends)}")
+        raise RagError(
+            f"encoder '{name}' has no {backend} backend (only MiniLM has an ONNX export); "
+            f"use --backend {' or '.join(spec.backends)}"
+        )
     return backend
 
 
@@ -118,9 +138,10 @@ def vector_name(name: str, backend: str | None = None) -> str:
 
 def backend_help() -> str:
     m = ENCODERS["minilm"]
-    return "; ".join(f"{n}: {s.help}" for n, s in ENCODER_BACKENDS.items()) + \
-        (f". Defaults: minilm encodes queries with {m.query_backend} and documents (index build) with "
-         f"{m.backends[0]}; the table encoders run on torch only.")
+    return "; ".join(f"{n}: {s.help}" for n, s in ENCODER_BACKENDS.items()) + (
+        f". Defaults: minilm encodes queries with {m.query_backend} and documents (index build) with "
+        f"{m.backends[0]}; the table encoders run on torch only."
+    )
 
 
 def get_encoder(name: str, backend: str | None = None) -> Encoder:

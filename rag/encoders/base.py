@@ -31,7 +31,7 @@ def encode_sorted(items: list, order, run, dim: int, batch_size: int, progress: 
     float32 [len(items), dim] rows in the input order."""
     out = np.zeros((len(items), dim), np.float32)
     for start in range(0, len(items), batch_size):
-        rows = order[start:start + batch_size]
+        rows = order[start : start + batch_size]
         out[rows] = run([items[i] for i in rows])
         if progress:
             progress(min(start + batch_size, len(items)), len(items))

@@ -134,8 +134,10 @@ def encode_checked(encoder: Encoder, texts: list[str], progress) -> np.ndarray:
     if not np.isfinite(vectors).all():
         from rag.config import RagError
 
-        raise RagError(f"encoder {encoder.name} produced NaN or infinite vectors; check the encoder "
-                       "(a damaged checkpoint?) before building")
+        raise RagError(
+            f"encoder {encoder.name} produced NaN or infinite vectors; check the encoder "
+            "(a damaged checkpoint?) before building"
+        )
     return vectors
 
 
@@ -143,9 +145,13 @@ def announce_estimate(encoder: Encoder, seconds: float, probed: int, remaining: 
     """Warn before a long encode, with the rate measured just now on `probed` documents."""
     estimate = seconds / max(probed, 1) * remaining
     if estimate > ESTIMATE_WARN_S:
-        warnings.warn(f"encoding {remaining:,} passages with {encoder.name} will take about {estimate / 60:.0f} "
-                      f"minutes here ({probed / max(seconds, 1e-9):.1f} passages/s measured on the first {probed}); "
-                      "a smaller corpus or a table encoder is faster", RagWarning, stacklevel=3)
+        warnings.warn(
+            f"encoding {remaining:,} passages with {encoder.name} will take about {estimate / 60:.0f} "
+            f"minutes here ({probed / max(seconds, 1e-9):.1f} passages/s measured on the first {probed}); "
+            "a smaller corpus or a table encoder is faster",
+            RagWarning,
+            stacklevel=3,
+        )
 
 
 # ---------------------------------------------------------------- the per-passage cache
@@ -170,10 +176,15 @@ def load_passage_vectors(encoder_name: str, keys: set[str], width: int | None = 
         except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as e:
             discard(pack, f"cannot be read ({type(e).__name__})")
             continue
-        if vectors.ndim != 2 or len(vectors) != len(pack_keys) or (width and vectors.shape[1] != width) \
-                or not np.isfinite(vectors).all():
-            discard(pack, f"holds a {vectors.dtype} array of shape {vectors.shape} for {len(pack_keys)} keys, "
-                          "or NaN/Inf")
+        if (
+            vectors.ndim != 2
+            or len(vectors) != len(pack_keys)
+            or (width and vectors.shape[1] != width)
+            or not np.isfinite(vectors).all()
+        ):
+            discard(
+                pack, f"holds a {vectors.dtype} array of shape {vectors.shape} for {len(pack_keys)} keys, or NaN/Inf"
+            )
             continue
         rows = [i for i, k in enumerate(pack_keys) if k in keys and k not in found]
         found.update((pack_keys[i], vectors[i]) for i in rows)
@@ -201,8 +212,9 @@ def embed_corpus(corpus, encoder: Encoder, progress: ProgressFn | None = None, p
     return embed_corpus_counted(corpus, encoder, progress, part_size)[0]
 
 
-def embed_corpus_counted(corpus, encoder: Encoder, progress: ProgressFn | None = None,
-                         part_size: int = 512) -> tuple[np.ndarray, int]:
+def embed_corpus_counted(
+    corpus, encoder: Encoder, progress: ProgressFn | None = None, part_size: int = 512
+) -> tuple[np.ndarray, int]:
     """(full-width vectors, how many passages were encoded now); the others came from the caches."""
     folder = embedding_cache_dir(corpus, encoder.name)
     folder.mkdir(parents=True, exist_ok=True)
@@ -219,9 +231,10 @@ def embed_corpus_counted(corpus, encoder: Encoder, progress: ProgressFn | None =
     parts, probed, encoded = [], False, 0
     for i, start in enumerate(range(0, len(texts), part_size)):
         part = folder / f"part-{i:05d}.npy"
-        chunk = texts[start:start + part_size]
+        chunk = texts[start : start + part_size]
         vec = load_vectors(part, len(chunk), encoder.dim)
         if vec is None:
+
             def part_progress(n, _total, done=start):
                 if progress:
                     progress(done + n, len(texts))
@@ -235,7 +248,9 @@ def embed_corpus_counted(corpus, encoder: Encoder, progress: ProgressFn | None =
                 announce_estimate(encoder, time.perf_counter() - t0, PROBE_DOCS, remaining)
             done = sum(len(p) for p in pieces)
             if done < len(fresh):
-                pieces.append(encode_checked(encoder, fresh[done:], lambda n, t, s=start + done: part_progress(n, t, s)))
+                pieces.append(
+                    encode_checked(encoder, fresh[done:], lambda n, t, s=start + done: part_progress(n, t, s))
+                )
             if fresh:
                 new = np.concatenate(pieces)
                 encoded += len(fresh)

@@ -71,8 +71,9 @@ def export_fp32(target: Path) -> None:
             self.transformer = transformer
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            hidden = self.transformer(input_ids=input_ids, attention_mask=attention_mask,
-                                      token_type_ids=token_type_ids).last_hidden_state
+            hidden = self.transformer(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(pooled, dim=1)
@@ -82,8 +83,16 @@ def export_fp32(target: Path) -> None:
     axes = {name: {0: "batch", 1: "tokens"} for name in INPUTS} | {"embedding": {0: "batch"}}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tracer chatter about python booleans in transformers' mask helpers
-        torch.onnx.export(SentenceVectors(model), example, str(target), input_names=list(INPUTS),
-                          output_names=["embedding"], dynamic_axes=axes, opset_version=OPSET, dynamo=False)
+        torch.onnx.export(
+            SentenceVectors(model),
+            example,
+            str(target),
+            input_names=list(INPUTS),
+            output_names=["embedding"],
+            dynamic_axes=axes,
+            opset_version=OPSET,
+            dynamo=False,
+        )
 
 
 def quantize_int8(source: Path, target: Path) -> None:

@@ -22,8 +22,10 @@ PROBE_MIN_COSINE = 0.99
 def make_probe(texts: list[str], vectors: np.ndarray, size: int = PROBE_SIZE) -> dict[str, np.ndarray]:
     """Evenly spaced documents and their vectors (arrays for np.savez; the texts load without pickle)."""
     rows = np.unique(np.linspace(0, len(texts) - 1, num=min(size, len(texts))).astype(int)) if texts else []
-    return {"texts": np.array([texts[i] for i in rows], dtype=str),
-            "vectors": np.asarray(vectors[rows], np.float32).reshape(len(rows), -1)}
+    return {
+        "texts": np.array([texts[i] for i in rows], dtype=str),
+        "vectors": np.asarray(vectors[rows], np.float32).reshape(len(rows), -1),
+    }
 
 
 def probe_agreement(encoder, probe: dict[str, np.ndarray]) -> dict:
@@ -55,9 +57,11 @@ def check_probe(path, probe_digest: str, encoder, built: str, backend: str, hint
             agreement = probe_agreement(encoder, {k: f[k] for k in f.files})
         atomic_write_text(verdict_file, json.dumps(agreement))
     if agreement["mean"] < PROBE_MIN_COSINE:
-        raise RagError(f"this index was built with the {built} backend and {backend} vectors disagree with it on its "
-                       f"probe set (mean cosine {agreement['mean']:.4f} < {PROBE_MIN_COSINE}); "
-                       f"query with --backend {built}, or {hint}")
+        raise RagError(
+            f"this index was built with the {built} backend and {backend} vectors disagree with it on its "
+            f"probe set (mean cosine {agreement['mean']:.4f} < {PROBE_MIN_COSINE}); "
+            f"query with --backend {built}, or {hint}"
+        )
     return agreement
 
 
@@ -78,5 +82,7 @@ def accept_backend(folder, manifest: dict, encoder_name: str, backend: str | Non
         return check_probe(folder / "probe.npz", digest, get_encoder(encoder_name, backend), built, backend, hint)
     if vector_name(encoder_name, built) == vector_name(encoder_name, backend):
         return {"mean": None, "min": None, "n": 0, "same_vectors": True}
-    raise RagError(f"this index was built with the {built} backend and stores no probe set to check {backend} "
-                   f"vectors against; query with --backend {built}, or {hint}")
+    raise RagError(
+        f"this index was built with the {built} backend and stores no probe set to check {backend} "
+        f"vectors against; query with --backend {built}, or {hint}"
+    )

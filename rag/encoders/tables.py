@@ -45,7 +45,9 @@ class TableEncoder:
 
     def encode(self, texts, kind="query", progress=None) -> np.ndarray:
         if self.pooling == "idf" and self.idf is None:
-            raise RagError(f"encoder {self.name} needs IDF statistics; fit it on the documents first (embed_corpus does)")
+            raise RagError(
+                f"encoder {self.name} needs IDF statistics; fit it on the documents first (embed_corpus does)"
+            )
         out = np.zeros((len(texts), self.dim), np.float32)
         for i, ids in enumerate(self.token_ids(texts)):
             if ids:
@@ -85,8 +87,14 @@ class WhitenedBM25TableEncoder(TableEncoder):
         eigval, eigvec = eigval[order], eigvec[:, order]
         matrix = eigvec / np.sqrt(eigval + self.shrink * eigval.mean())
         avgdl = np.mean([len(r) for r in ids]) if ids else 1.0
-        self.set_state({"idf": idf.astype(np.float32), "mean": mean.astype(np.float32),
-                        "matrix": matrix.astype(np.float32), "avgdl": np.array(avgdl, np.float32)})
+        self.set_state(
+            {
+                "idf": idf.astype(np.float32),
+                "mean": mean.astype(np.float32),
+                "matrix": matrix.astype(np.float32),
+                "avgdl": np.array(avgdl, np.float32),
+            }
+        )
 
     def get_state(self) -> dict[str, np.ndarray]:
         return dict(self.state)
@@ -98,8 +106,9 @@ class WhitenedBM25TableEncoder(TableEncoder):
 
     def encode(self, texts, kind="query", progress=None) -> np.ndarray:
         if self.table_w is None:
-            raise RagError(f"encoder {self.name} needs corpus statistics; fit it on the documents first "
-                           "(embed_corpus does)")
+            raise RagError(
+                f"encoder {self.name} needs corpus statistics; fit it on the documents first (embed_corpus does)"
+            )
         avgdl = float(self.state["avgdl"])
         out = np.zeros((len(texts), self.dim), np.float32)
         for i, row in enumerate(self.token_ids(texts)):
@@ -117,9 +126,10 @@ class WhitenedBM25TableEncoder(TableEncoder):
 
 # ---------------------------------------------------------------- loaders (one per registry entry)
 
+
 def load_smollm2_table_encoder(name: str) -> TableEncoder:
     """smollm2-input, smollm2-input-mean or smollm2-input-wbm25."""
-    from rag.smollm2 import load_input_table
+    from rag.encoders.smollm2 import load_input_table
 
     tokenizer, table = load_input_table()
     if name.endswith("-wbm25"):
@@ -156,13 +166,17 @@ def load_lm_table_encoder(name: str) -> TableEncoder:
     run = Path(spec.removesuffix("#idf")).expanduser()
     weights, tok_path = lm_checkpoint_files(run)
     if not weights.exists() or not tok_path.exists():
-        raise RagError(f"{run} is not an LM checkpoint (need tokenizer.json and ckpt/model.safetensors); "
-                       "train one with: rag lm train --out DIR")
+        raise RagError(
+            f"{run} is not an LM checkpoint (need tokenizer.json and ckpt/model.safetensors); "
+            "train one with: rag lm train --out DIR"
+        )
     try:
         tensors = load_file(str(weights))
         tokenizer = Tokenizer.from_file(str(tok_path))
     except Exception as e:  # safetensors and tokenizers raise their own error types
-        raise RagError(f"cannot read the LM checkpoint {weights} ({e}); retrain it with: rag lm train --out {run}") from e
+        raise RagError(
+            f"cannot read the LM checkpoint {weights} ({e}); retrain it with: rag lm train --out {run}"
+        ) from e
     if "wte.weight" not in tensors:
         raise RagError(f"{weights} has no input table 'wte.weight'; retrain it with: rag lm train --out {run}")
     return TableEncoder(name, BPEIds(tokenizer), tensors["wte.weight"].astype(np.float32), pooling=pooling)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,17 +27,43 @@ def distill_budget(n_docs: int) -> float:
     """Seconds for one distill fit: from 5 s for a handful of documents up to DISTILL_BUDGET_S at 5,000."""
     return min(DISTILL_BUDGET_S, 5.0 + (DISTILL_BUDGET_S - 5.0) * n_docs / 5000)
 
-REDUCERS: dict[str, str] = {
-    "pca": "centre, project on the top-d principal components",
-    "truncate": "keep the first d coordinates",
-    "whiten": "PCA, then divide each component by its standard deviation (removes anisotropy)",
-    "abtt": f"all-but-the-top: centre, drop the top {ABTT_DROP} principal components, keep the next d",
-    "distill": "a linear map learned without labels to keep each pseudo-query's full-width nearest documents "
-               "(starts from PCA; falls back to PCA if it does not beat it on held-out pseudo-queries)",
-    "itq": "PCA, then an ITQ rotation: the same float scores as pca, better sign bits for the binary index",
-    "distill-itq": "distill, then an ITQ rotation (better sign bits for the binary index)",
+
+@dataclass(frozen=True)
+class ReducerKind:
+    """One reducer name and what the rest of the package asks about it."""
+
+    description: str
+    needs_queries: bool = False  # trained on the corpus's pseudo-queries (rag.reduce.pseudo): not streamable
+    rotates: str | None = None  # an ITQ rotation on top of this reducer (its float scores equal that reducer's)
+    rotated: str | None = None  # the reducer that adds an ITQ rotation on top of this one (for binary codes)
+
+
+REDUCER_TABLE: dict[str, ReducerKind] = {
+    "pca": ReducerKind("centre, project on the top-d principal components", rotated="itq"),
+    "truncate": ReducerKind("keep the first d coordinates"),
+    "whiten": ReducerKind("PCA, then divide each component by its standard deviation (removes anisotropy)"),
+    "abtt": ReducerKind(f"all-but-the-top: centre, drop the top {ABTT_DROP} principal components, keep the next d"),
+    "distill": ReducerKind(
+        "a linear map learned without labels to keep each pseudo-query's full-width nearest documents "
+        "(starts from PCA; falls back to PCA if it does not beat it on held-out pseudo-queries)",
+        needs_queries=True,
+        rotated="distill-itq",
+    ),
+    "itq": ReducerKind(
+        "PCA, then an ITQ rotation: the same float scores as pca, better sign bits for the binary index",
+        rotates="pca",
+    ),
+    "distill-itq": ReducerKind(
+        "distill, then an ITQ rotation (better sign bits for the binary index)", needs_queries=True, rotates="distill"
+    ),
 }
-NEEDS_QUERIES = ("distill", "distill-itq")  # reducers trained on pseudo-queries (rag.reduce.pseudo)
+REDUCERS: dict[str, str] = {name: kind.description for name, kind in REDUCER_TABLE.items()}
+NEEDS_QUERIES = tuple(name for name, kind in REDUCER_TABLE.items() if kind.needs_queries)
+
+
+def reducer_kind(name: str) -> ReducerKind:
+    """The table entry of a reducer name, or a RagError listing the valid ones."""
+    return REDUCER_TABLE[valid_choice(name, REDUCERS, "reducer")]
 
 
 class ReducerWarning(RagWarning):
@@ -59,16 +86,30 @@ class Reducer:
     fit measured (steps, seconds, held-out top-10 overlap against PCA's, whether it fell back to PCA).
     """
 
-    def __init__(self, kind: str, dim: int, mean: np.ndarray | None = None, matrix: np.ndarray | None = None,
-                 fit_info: dict | None = None):
+    def __init__(
+        self,
+        kind: str,
+        dim: int,
+        mean: np.ndarray | None = None,
+        matrix: np.ndarray | None = None,
+        fit_info: dict | None = None,
+    ):
         self.kind, self.dim, self.mean, self.matrix = kind, dim, mean, matrix
         self.fit_info = fit_info or {}
 
     @classmethod
-    def fit(cls, doc_vectors: np.ndarray, dim: int, kind: str = "pca", queries: np.ndarray | None = None,
-            progress=None, budget_s: float | None = None, seed: int = 0) -> "Reducer":
+    def fit(
+        cls,
+        doc_vectors: np.ndarray,
+        dim: int,
+        kind: str = "pca",
+        queries: np.ndarray | None = None,
+        progress=None,
+        budget_s: float | None = None,
+        seed: int = 0,
+    ) -> "Reducer":
         """Fit on the documents; `queries` (pseudo-query vectors) train distill, `progress(done, total)` shows it."""
-        valid_choice(kind, REDUCERS, "reducer")
+        entry = reducer_kind(kind)
         width = doc_vectors.shape[1]
         if not 1 <= dim <= width:
             raise RagError(f"--dim {dim} is out of range for this encoder; choose 1..{width}")
@@ -76,20 +117,21 @@ class Reducer:
             return cls(kind, dim)
         mean, eigval, eigvec = principal_axes(doc_vectors)
         start = ABTT_DROP if kind == "abtt" else 0
-        matrix = eigvec[:, start:start + dim].astype(np.float32)  # abtt near full width keeps what is left
+        matrix = eigvec[:, start : start + dim].astype(np.float32)  # abtt near full width keeps what is left
         mean, info = mean.astype(np.float32), {}
         if kind == "whiten":
             matrix = matrix / np.sqrt(np.maximum(eigval[:dim], 1e-12)).astype(np.float32)
-        if kind in NEEDS_QUERIES:
+        if entry.needs_queries:
             from rag.reduce.distill import fit_distill
 
             budget = distill_budget(len(doc_vectors)) if budget_s is None else budget_s
-            matrix, info = fit_distill(doc_vectors, dim, queries, (mean, matrix), budget_s=budget, seed=seed,
-                                       progress=progress)
+            matrix, info = fit_distill(
+                doc_vectors, dim, queries, (mean, matrix), budget_s=budget, seed=seed, progress=progress
+            )
             if info["fell_back"]:
                 warnings.warn(fallback_message(info, dim), ReducerWarning, stacklevel=2)
         reducer = cls(kind, matrix.shape[1], mean, matrix.astype(np.float32), info)
-        return reducer.with_itq(doc_vectors, kind, seed) if kind.endswith("itq") else reducer
+        return reducer.with_itq(doc_vectors, kind, seed) if entry.rotates else reducer
 
     def with_itq(self, doc_vectors: np.ndarray, kind: str, seed: int = 0) -> "Reducer":
         """This reducer followed by an ITQ rotation fitted on its reduced documents, named `kind`."""
@@ -111,7 +153,11 @@ class Reducer:
         return None if self.matrix is None else self.matrix.shape[0]
 
     def save(self, folder: Path) -> None:
-        arrays = {"kind": np.array(self.kind), "dim": np.array(self.dim), "fit_info": np.array(json.dumps(self.fit_info))}
+        arrays = {
+            "kind": np.array(self.kind),
+            "dim": np.array(self.dim),
+            "fit_info": np.array(json.dumps(self.fit_info)),
+        }
         if self.matrix is not None:
             arrays.update(mean=self.mean, matrix=self.matrix)
         np.savez(Path(folder) / "reducer.npz", **arrays)
@@ -120,20 +166,35 @@ class Reducer:
     def load(cls, folder: Path) -> "Reducer":
         z = np.load(Path(folder) / "reducer.npz")
         info = json.loads(str(z["fit_info"])) if "fit_info" in z else {}
-        return cls(str(z["kind"]), int(z["dim"]), z["mean"] if "mean" in z else None,
-                   z["matrix"] if "matrix" in z else None, info)
+        return cls(
+            str(z["kind"]),
+            int(z["dim"]),
+            z["mean"] if "mean" in z else None,
+            z["matrix"] if "matrix" in z else None,
+            info,
+        )
 
 
 def fallback_message(info: dict, dim: int) -> str:
-    return (f"distill did not beat PCA at d={dim} on {info['held_out_queries']} held-out pseudo-queries "
-            f"(top-10 overlap {info['overlap@10']:.3f} vs PCA {info['pca_overlap@10']:.3f}); using PCA's matrix")
+    return (
+        f"distill did not beat PCA at d={dim} on {info['held_out_queries']} held-out pseudo-queries "
+        f"(top-10 overlap {info['overlap@10']:.3f} vs PCA {info['pca_overlap@10']:.3f}); using PCA's matrix"
+    )
 
 
-def fit_for_corpus(corpus, encoder, doc_vectors: np.ndarray, dim: int, kind: str, state: dict | None = None,
-                   progress=None, seed: int = 0) -> Reducer:
+def fit_for_corpus(
+    corpus,
+    encoder,
+    doc_vectors: np.ndarray,
+    dim: int,
+    kind: str,
+    state: dict | None = None,
+    progress=None,
+    seed: int = 0,
+) -> Reducer:
     """Reducer.fit, with the corpus's pseudo-query vectors when the kind learns from them."""
     queries = None
-    if kind in NEEDS_QUERIES:
+    if reducer_kind(kind).needs_queries:
         from rag.reduce.pseudo import pseudo_query_vectors
 
         queries = pseudo_query_vectors(corpus, encoder, state=state, seed=seed)

@@ -9,6 +9,7 @@ on the CPU within a time budget and at most MAX_STEPS steps. A fifth of the pseu
 few steps the map is scored by how much of the full-width top 10 it keeps on them, and the best map is kept. If
 no map beats PCA on that score, the fit falls back to PCA and says so in `info["fell_back"]`.
 """
+
 from __future__ import annotations
 
 import time
@@ -45,9 +46,16 @@ def teacher_log_probs(q, x, query_doc: np.ndarray, cand: np.ndarray):
         return torch.log_softmax(scores.masked_fill(self_hit, -1e4) / TEACHER_TEMPERATURE, 1)
 
 
-def fit_distill(docs: np.ndarray, dim: int, queries: np.ndarray | None, init: tuple[np.ndarray, np.ndarray],
-                budget_s: float = 40.0, max_steps: int = MAX_STEPS, seed: int = 0,
-                progress: Callable[[int, int], None] | None = None) -> tuple[np.ndarray, dict]:
+def fit_distill(
+    docs: np.ndarray,
+    dim: int,
+    queries: np.ndarray | None,
+    init: tuple[np.ndarray, np.ndarray],
+    budget_s: float = 40.0,
+    max_steps: int = MAX_STEPS,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[np.ndarray, dict]:
     """The learned [width, d] matrix (applied after subtracting init's mean) and what the fit measured."""
     import torch
 
@@ -90,14 +98,18 @@ def fit_distill(docs: np.ndarray, dim: int, queries: np.ndarray | None, init: tu
         pick = rng.choice(len(pool), size=min(BATCH, len(pool)), replace=False)
         cand = every if n <= MAX_CANDIDATES else rng.choice(n, size=MAX_CANDIDATES, replace=False)
         q = torch.from_numpy(pool[pick])
-        teacher = (teacher_all[torch.from_numpy(pick)] if teacher_all is not None
-                   else teacher_log_probs(q, x, is_doc[pick], cand))
+        teacher = (
+            teacher_all[torch.from_numpy(pick)]
+            if teacher_all is not None
+            else teacher_log_probs(q, x, is_doc[pick], cand)
+        )
         self_hit = torch.from_numpy(is_doc[pick][:, None] == cand[None, :])
         docs_red = reduced(xc, w) if teacher_all is not None else reduced(xc[cand], w)
         student = reduced(q - torch.from_numpy(mean), w) @ docs_red.T
         student = student.masked_fill(self_hit, -1e4) / log_t.exp()
-        loss = torch.nn.functional.kl_div(torch.log_softmax(student, 1), teacher, log_target=True,
-                                          reduction="batchmean")
+        loss = torch.nn.functional.kl_div(
+            torch.log_softmax(student, 1), teacher, log_target=True, reduction="batchmean"
+        )
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -112,6 +124,12 @@ def fit_distill(docs: np.ndarray, dim: int, queries: np.ndarray | None, init: tu
     if progress:
         progress(max_steps, max_steps)
     fell_back = best_score <= pca_score
-    info = {"steps": steps, "seconds": round(time.perf_counter() - started, 2), "pca_overlap@10": round(pca_score, 4),
-            "overlap@10": round(best_score, 4), "held_out_queries": int(n_val), "fell_back": bool(fell_back)}
+    info = {
+        "steps": steps,
+        "seconds": round(time.perf_counter() - started, 2),
+        "pca_overlap@10": round(pca_score, 4),
+        "overlap@10": round(best_score, 4),
+        "held_out_queries": int(n_val),
+        "fell_back": bool(fell_back),
+    }
     return (np.asarray(w0, np.float32) if fell_back else best.numpy()), info

@@ -4,6 +4,7 @@ A rotation leaves every inner product as it was, so float indexes score exactly 
 index (one sign bit per coordinate) changes, and for the better: PCA piles the variance into the first
 components, while sign bits give every component the same weight; the rotation spreads the variance out.
 """
+
 from __future__ import annotations
 
 import numpy as np

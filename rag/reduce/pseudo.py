@@ -4,6 +4,7 @@ Each picked document gives one text, in turn its title, its first sentence, or a
 They train and check the learned reducers (rag.reduce.distill) and stand in for real queries in `rag advise`
 when there are no qrels. Their vectors are cached beside the corpus's embeddings.
 """
+
 from __future__ import annotations
 
 import re
@@ -41,7 +42,7 @@ def pseudo_query_texts(passages, n: int, seed: int = 0, avoid: np.ndarray | None
         else:
             length = int(rng.integers(6, 17))
             start = int(rng.integers(0, max(1, len(words) - length)))
-            text = " ".join(words[start:start + length])
+            text = " ".join(words[start : start + length])
         out.append(text or p.title or p.id)
     return out
 
@@ -49,8 +50,9 @@ def pseudo_query_texts(passages, n: int, seed: int = 0, avoid: np.ndarray | None
 TRAIN_N = 600  # pseudo-queries that train a reducer (seed 0); held-out ones avoid their documents
 
 
-def pseudo_query_vectors(corpus, encoder, n: int = TRAIN_N, seed: int = 0, state: dict | None = None,
-                         held_out: bool = False) -> np.ndarray:
+def pseudo_query_vectors(
+    corpus, encoder, n: int = TRAIN_N, seed: int = 0, state: dict | None = None, held_out: bool = False
+) -> np.ndarray:
     """Full-width vectors of n pseudo-queries (encoded as queries), cached per corpus, encoder, n and seed.
 
     `encoder` is an Encoder or a registry name; a name loads the model only when the vectors are not cached.

@@ -26,16 +26,24 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from rag.config import VERSION, RagError
+from rag.index.store import list_indexes as store_listing
 from rag.retrieve import RetrievalSettings
 from rag.serve.demo import add_demo
 from rag.serve.guard import ApiKey, BodyGuard, Observe
-from rag.serve.models import (AskRequest, AskResponse, SearchRequest, SearchResponse, error_responses, one_line, plain,
-                              sse_content)
+from rag.serve.models import (
+    AskRequest,
+    AskResponse,
+    SearchRequest,
+    SearchResponse,
+    error_responses,
+    one_line,
+    plain,
+    sse_content,
+)
 from rag.serve.openai_api import add_openai_routes
 from rag.serve.policy import ServePolicy, hide_paths, parse_corpora
 from rag.serve.pool import ServePool
 from rag.serve.service import Service, sse
-from rag.store import list_indexes as store_listing
 
 SSE_RESPONSE = sse_content("event: step (one per agent node), then event: answer (the JSON above), then event: done")
 
@@ -60,9 +68,15 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
             await run_in_threadpool(service.pool.get, RetrievalSettings(**warm), None, True)
         yield
 
-    app = FastAPI(title="rag", version=VERSION, lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description="Agentic retrieval over FAISS indexes at any embedding width d.",
-                  responses=error_responses(400, 401, 413))  # the guards answer these on any path
+    app = FastAPI(
+        title="rag",
+        version=VERSION,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        description="Agentic retrieval over FAISS indexes at any embedding width d.",
+        responses=error_responses(400, 401, 413),
+    )  # the guards answer these on any path
     app.state.service = service
     app.state.pool = service.pool
     add_routes(app, service, started)
@@ -73,8 +87,12 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
     app.add_middleware(BodyGuard, max_body=policy.max_body)
     app.add_middleware(ApiKey, key=policy.api_key)
     if policy.cors_origins:
-        app.add_middleware(CORSMiddleware, allow_origins=policy.cors_origins, allow_methods=["GET", "POST"],
-                           allow_headers=["authorization", "content-type", "accept"])
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=policy.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["authorization", "content-type", "accept"],
+        )
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=policy.allowed_hosts)
     app.add_middleware(Observe, metrics=service.metrics)
 
@@ -100,9 +118,17 @@ def add_routes(app: FastAPI, service: Service, started: float) -> None:
     def health() -> dict:
         """Liveness plus what is loaded (open without the API key)."""
         loaded = [service.public(dict(row)) for row in pool.loaded()]
-        return {"status": "ok", "version": VERSION, "uptime_s": round(time.time() - started, 1),
-                "loaded": loaded, "opens": pool.opens, "swaps": pool.swaps, "swap_failures": pool.swap_failures,
-                "evictions": pool.evictions, "builds": pool.builds_done}
+        return {
+            "status": "ok",
+            "version": VERSION,
+            "uptime_s": round(time.time() - started, 1),
+            "loaded": loaded,
+            "opens": pool.opens,
+            "swaps": pool.swaps,
+            "swap_failures": pool.swap_failures,
+            "evictions": pool.evictions,
+            "builds": pool.builds_done,
+        }
 
     @app.get("/config")
     def config() -> dict:
@@ -127,13 +153,16 @@ def add_routes(app: FastAPI, service: Service, started: float) -> None:
         """Top-k passages for the question (dense, bm25 or hybrid); the same JSON as `rag search --json`."""
         return service.search(request.question, request.settings())
 
-    @app.post("/ask", response_model=AskResponse,
-              responses={200: {"content": SSE_RESPONSE}, **error_responses(400, 403, 404, 409, 413, 422, 503)})
+    @app.post(
+        "/ask",
+        response_model=AskResponse,
+        responses={200: {"content": SSE_RESPONSE}, **error_responses(400, 403, 404, 409, 413, 422, 503)},
+    )
     async def ask(request: AskRequest, http: Request):
         """Run the agent; the same JSON as `rag ask --json`. With `Accept: text/event-stream`: a `step` event per
         agent node as it finishes, then `answer` (that JSON), then `done`."""
         retriever = await run_in_threadpool(service.open, request.settings(), request.llm)
-        run = service.agent(request.question, retriever, request.llm, request.max_steps)
+        run = service.agent(request.question, retriever, request.agent_settings())
         if "text/event-stream" not in http.headers.get("accept", ""):
             return await service.ask(run)
 
@@ -141,6 +170,7 @@ def add_routes(app: FastAPI, service: Service, started: float) -> None:
             async for event, data in service.events(run):
                 yield sse(event, data)
             yield sse("done", {})
+
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
 
@@ -164,8 +194,10 @@ def add_docs(app: FastAPI) -> None:
 
     @app.get("/docs", include_in_schema=False)
     def docs() -> HTMLResponse:
-        return get_swagger_ui_html(openapi_url="/openapi.json", title="rag API",
-                                   swagger_js_url="/docs/assets/swagger-ui-bundle.js",
-                                   swagger_css_url="/docs/assets/swagger-ui.css",
-                                   swagger_favicon_url="/docs/assets/favicon-32x32.png")
-
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="rag API",
+            swagger_js_url="/docs/assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs/assets/swagger-ui.css",
+            swagger_favicon_url="/docs/assets/favicon-32x32.png",
+        )

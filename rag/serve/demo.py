@@ -32,8 +32,10 @@ MAX_FILES, MAX_BYTES, MAX_ROWS, MAX_DEPTH = 40, 5 * 1024 * 1024, 5000, 4
 MAX_IDS = 50
 # Vega compiles its expressions with Function(), hence 'unsafe-eval'; no inline script runs, nothing loads from
 # another origin, and document text is only ever set with textContent.
-PAGE_CSP = ("default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; "
-            "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+PAGE_CSP = (
+    "default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
 
 
 class PassagesRequest(SettingsIn):
@@ -46,8 +48,12 @@ def add_demo(app: FastAPI, service: Service, roots: list[Path] | None = None) ->
     """Mount the page at / and /static, and add GET /study and POST /passages."""
     roots = study_roots() if roots is None else roots
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    headers = {"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosniff",
-               "Referrer-Policy": "no-referrer", "Cache-Control": "no-cache"}
+    headers = {
+        "Content-Security-Policy": PAGE_CSP,
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-cache",
+    }
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
@@ -108,17 +114,38 @@ def read_studies(roots: list[Path]) -> list[dict]:
     for name, path in find_results(roots):
         try:
             if path.stat().st_size > MAX_BYTES:
-                out.append({"name": name, "kind": "skipped", "columns": [], "rows": [],
-                            "note": f"over the {MAX_BYTES // 2**20} MB limit"})
+                out.append(
+                    {
+                        "name": name,
+                        "kind": "skipped",
+                        "columns": [],
+                        "rows": [],
+                        "note": f"over the {MAX_BYTES // 2**20} MB limit",
+                    }
+                )
                 continue
             rows = parse_rows(path.name, path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError, RagError) as exc:
-            out.append({"name": name, "kind": "skipped", "columns": [], "rows": [],
-                        "note": f"unreadable ({type(exc).__name__})"})
+            out.append(
+                {
+                    "name": name,
+                    "kind": "skipped",
+                    "columns": [],
+                    "rows": [],
+                    "note": f"unreadable ({type(exc).__name__})",
+                }
+            )
             continue
         columns = list(dict.fromkeys(k for row in rows for k in row))
-        out.append({"name": name, "kind": study_kind(columns), "columns": columns, "rows": rows[:MAX_ROWS],
-                    "truncated": len(rows) > MAX_ROWS})
+        out.append(
+            {
+                "name": name,
+                "kind": study_kind(columns),
+                "columns": columns,
+                "rows": rows[:MAX_ROWS],
+                "truncated": len(rows) > MAX_ROWS,
+            }
+        )
     return out
 
 
@@ -130,8 +157,11 @@ def parse_rows(filename: str, text: str) -> list[dict]:
     rows = data.get("rows") if isinstance(data, dict) else data
     if not isinstance(rows, list):
         raise RagError("no rows")
-    return [{str(k): finite(v) for k, v in row.items() if isinstance(v, (str, int, float, bool)) or v is None}
-            for row in rows if isinstance(row, dict)]
+    return [
+        {str(k): finite(v) for k, v in row.items() if isinstance(v, (str, int, float, bool)) or v is None}
+        for row in rows
+        if isinstance(row, dict)
+    ]
 
 
 def number(value: str | None):

@@ -17,9 +17,17 @@ access_log = logging.getLogger("rag.access")
 
 async def send_json(send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
     body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *(headers or [])]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -40,8 +48,10 @@ def text_problem(body: bytes) -> str | None:
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError as exc:
-                return (f"the request contains a lone surrogate ({item[exc.start]!a}), which is not text; "
-                        "send UTF-8 text (pair surrogates in \\u escapes)")
+                return (
+                    f"the request contains a lone surrogate ({item[exc.start]!a}), which is not text; "
+                    "send UTF-8 text (pair surrogates in \\u escapes)"
+                )
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())
@@ -98,8 +108,13 @@ class ApiKey:
         self.app, self.key = app, (key or "").encode()
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or not self.key or scope["path"] in OPEN_PATHS or scope["method"] == "OPTIONS" \
-                or scope["path"].startswith(OPEN_PREFIXES):
+        if (
+            scope["type"] != "http"
+            or not self.key
+            or scope["path"] in OPEN_PATHS
+            or scope["method"] == "OPTIONS"
+            or scope["path"].startswith(OPEN_PREFIXES)
+        ):
             return await self.app(scope, receive, send)
         header = dict(scope["headers"]).get(b"authorization", b"")
         scheme, _, token = header.partition(b" ")
@@ -133,8 +148,18 @@ class Observe:
             path = getattr(route, "path", None) or ("other" if status[0] == 404 else scope["path"])
             self.metrics.observe(scope["method"], path, status[0], seconds)
             client = scope.get("client") or ("-", 0)
-            access_log.info(json.dumps({"ts": round(time.time(), 3), "client": client[0], "method": scope["method"],
-                                        "path": scope["path"], "status": status[0], "ms": round(seconds * 1e3, 1)}))
+            access_log.info(
+                json.dumps(
+                    {
+                        "ts": round(time.time(), 3),
+                        "client": client[0],
+                        "method": scope["method"],
+                        "path": scope["path"],
+                        "status": status[0],
+                        "ms": round(seconds * 1e3, 1),
+                    }
+                )
+            )
 
 
 class GuardedH11Protocol(H11Protocol):

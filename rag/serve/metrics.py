@@ -10,19 +10,25 @@ BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 class Metrics:
     def __init__(self, pool):
         self.registry = r = CollectorRegistry()
-        self.requests = Counter("rag_requests", "HTTP requests by endpoint and status", ["method", "path", "status"],
-                                registry=r)
-        self.latency = Histogram("rag_request_seconds", "HTTP request latency by endpoint", ["method", "path"],
-                                 buckets=BUCKETS, registry=r)
+        self.requests = Counter(
+            "rag_requests", "HTTP requests by endpoint and status", ["method", "path", "status"], registry=r
+        )
+        self.latency = Histogram(
+            "rag_request_seconds", "HTTP request latency by endpoint", ["method", "path"], buckets=BUCKETS, registry=r
+        )
         self.injections = Counter("rag_injection_flags", "passages flagged as carrying instructions", registry=r)
         Gauge("rag_pool_open_retrievers", "retrievers open in the pool", registry=r).set_function(
-            lambda: len(pool.entries))
+            lambda: len(pool.entries)
+        )
         Gauge("rag_pool_estimated_bytes", "estimated memory of the open retrievers", registry=r).set_function(
-            pool.memory)
-        for name, attr, doc in (("rag_pool_opens", "opens", "retrievers opened"),
-                                ("rag_pool_evictions", "evictions", "retrievers dropped by the LRU bound"),
-                                ("rag_index_builds", "builds_done", "indexes built on request"),
-                                ("rag_index_builds_refused", "builds_refused", "builds refused: too many at once")):
+            pool.memory
+        )
+        for name, attr, doc in (
+            ("rag_pool_opens", "opens", "retrievers opened"),
+            ("rag_pool_evictions", "evictions", "retrievers dropped by the LRU bound"),
+            ("rag_index_builds", "builds_done", "indexes built on request"),
+            ("rag_index_builds_refused", "builds_refused", "builds refused: too many at once"),
+        ):
             Gauge(name + "_total", doc, registry=r).set_function(lambda a=attr: getattr(pool, a))
 
     def observe(self, method: str, path: str, status: int, seconds: float) -> None:

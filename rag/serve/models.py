@@ -12,8 +12,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from rag.agent.llm import LLM_BACKENDS
+from rag.agent.settings import DEFAULT_AGENT, MAX_STEPS_LIMIT, AgentSettings
 from rag.config import MAX_QUESTION_CHARS, RagError, check_question
-from rag.index import INDEX_KINDS
+from rag.index.kinds import INDEX_KINDS
 from rag.reduce import REDUCERS
 from rag.retrieve import FUSIONS, MAX_K, RETRIEVERS, RetrievalSettings
 
@@ -31,20 +32,30 @@ class SettingsIn(BaseModel):
 
     model_config = STRICT
 
-    question: str = Field(..., description=f"1 to {MAX_QUESTION_CHARS} characters, not only white space",
-                          examples=["What does the embedding dimension control?"], json_schema_extra={"pattern": r"\S"})
+    question: str = Field(
+        ...,
+        description=f"1 to {MAX_QUESTION_CHARS} characters, not only white space",
+        examples=["What does the embedding dimension control?"],
+        json_schema_extra={"pattern": r"\S"},
+    )
     corpus: str = Field(DEFAULTS.corpus, max_length=200, description="a corpus the server allows (GET /config)")
     encoder: str = Field(DEFAULTS.encoder, max_length=200, description="encoder name, e.g. minilm (GET /config)")
-    dim: int | None = Field(DEFAULTS.dim, ge=1, le=16384, description="reduced width d; null keeps the encoder's full width")
+    dim: int | None = Field(
+        DEFAULTS.dim, ge=1, le=16384, description="reduced width d; null keeps the encoder's full width"
+    )
     index: vocabulary(INDEX_KINDS) = Field(DEFAULTS.index, description="FAISS index kind")
     reduce: vocabulary(REDUCERS) = Field(DEFAULTS.reduce, description="how vectors are reduced to d")
     retriever: vocabulary(RETRIEVERS) = DEFAULTS.retriever
     k: int = Field(DEFAULTS.k, ge=1, le=MAX_K)
     fusion: vocabulary(FUSIONS) = DEFAULTS.fusion
     weight: float = Field(DEFAULTS.weight, ge=0.0, le=1.0, description="weight of the dense side in hybrid fusion")
-    where: str | None = Field(DEFAULTS.where, max_length=500, examples=["source=docs/**/*.md"],
-                              description="filter on passage metadata: source=GLOB, e.g. source=docs/**/*.md",
-                              json_schema_extra={"pattern": r"^\s*source\s*=\s*\S"})
+    where: str | None = Field(
+        DEFAULTS.where,
+        max_length=500,
+        examples=["source=docs/**/*.md"],
+        description="filter on passage metadata: source=GLOB, e.g. source=docs/**/*.md",
+        json_schema_extra={"pattern": r"^\s*source\s*=\s*\S"},
+    )
 
     @field_validator("question")
     @classmethod
@@ -64,15 +75,25 @@ class SearchRequest(SettingsIn):
 
 
 class AskRequest(SettingsIn):
-    llm: vocabulary(LLM_BACKENDS) = Field("extractive", description="answer backend; the server allows some (GET /config)")
-    max_steps: int = Field(4, ge=1, le=20, description="bound on the agent's retrieve/rewrite loop")
+    llm: vocabulary(LLM_BACKENDS) = Field(
+        DEFAULT_AGENT.llm, description="answer backend; the server allows some (GET /config)"
+    )
+    max_steps: int = Field(
+        DEFAULT_AGENT.max_steps, ge=1, le=MAX_STEPS_LIMIT, description="bound on the agent's retrieve/rewrite loop"
+    )
+
+    def agent_settings(self) -> AgentSettings:
+        return AgentSettings(llm=self.llm, max_steps=self.max_steps).validated()
 
 
 def with_every_setting(model: type[BaseModel]) -> type[BaseModel]:
     """The model plus any RetrievalSettings field it does not declare yet (same name and default, checked by
     RetrievalSettings.validated()), so a new retrieval setting reaches the service without a schema edit here."""
-    missing = {f.name: (type(f.default) if f.default is not None else str | None, f.default)
-               for f in fields(RetrievalSettings) if f.name not in model.model_fields}
+    missing = {
+        f.name: (type(f.default) if f.default is not None else str | None, f.default)
+        for f in fields(RetrievalSettings)
+        if f.name not in model.model_fields
+    }
     return create_model(model.__name__, __base__=model, **missing) if missing else model
 
 
@@ -155,16 +176,30 @@ class ErrorOut(BaseModel):
 
 def sse_content(description: str) -> dict:
     """The OpenAPI content entry of a server-sent-event stream: each event is {event, data (one JSON text)}."""
-    return {"text/event-stream": {"schema": {
-        "type": "object", "description": description, "required": ["data"],
-        "properties": {"event": {"type": "string"}, "data": {"type": "string"}, "id": {"type": "string"}}}}}
+    return {
+        "text/event-stream": {
+            "schema": {
+                "type": "object",
+                "description": description,
+                "required": ["data"],
+                "properties": {"event": {"type": "string"}, "data": {"type": "string"}, "id": {"type": "string"}},
+            }
+        }
+    }
 
 
 def error_responses(*codes: int) -> dict:
     """OpenAPI entries for the error statuses an endpoint can answer with (all ErrorOut)."""
-    text = {400: "the body is not text (invalid UTF-8, lone surrogate)", 401: "missing or wrong API key",
-            403: "a value the operator does not serve", 404: "unknown or not built", 409: "index on disk is broken",
-            413: "body over the limit", 422: "invalid request", 503: "busy or unavailable; retry later"}
+    text = {
+        400: "the body is not text (invalid UTF-8, lone surrogate)",
+        401: "missing or wrong API key",
+        403: "a value the operator does not serve",
+        404: "unknown or not built",
+        409: "index on disk is broken",
+        413: "body over the limit",
+        422: "invalid request",
+        503: "busy or unavailable; retry later",
+    }
     return {code: {"model": ErrorOut, "description": text[code]} for code in codes}
 
 
@@ -172,7 +207,7 @@ def one_line(errors) -> str:
     parts = []
     for error in errors:
         if error.get("type") == "json_invalid":
-            parts.append("the request body is not valid JSON; send an object such as {\"question\": \"...\"}")
+            parts.append('the request body is not valid JSON; send an object such as {"question": "..."}')
             continue
         where = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
         message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
@@ -183,5 +218,11 @@ def one_line(errors) -> str:
 
 
 def plain(errors) -> list[dict]:
-    return [{"loc": [p if isinstance(p, int) else str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")),
-             "type": str(e.get("type", ""))} for e in errors]
+    return [
+        {
+            "loc": [p if isinstance(p, int) else str(p) for p in e.get("loc", ())],
+            "msg": str(e.get("msg", "")),
+            "type": str(e.get("type", "")),
+        }
+        for e in errors
+    ]

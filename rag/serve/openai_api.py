@@ -20,11 +20,13 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from rag.agent.settings import DEFAULT_AGENT
 from rag.config import RagError, check_question
-from rag.retrieve import RetrievalSettings
+from rag.index.spec import IndexSpec
+from rag.index.store import list_indexes
+from rag.retrieve import SPARSE_RETRIEVER, RetrievalSettings
 from rag.serve.models import error_responses, sse_content
 from rag.serve.service import Service
-from rag.store import index_name, list_indexes
 
 DEFAULT_MODEL = "rag"
 
@@ -57,22 +59,23 @@ def model_table(service: Service) -> dict[str, RetrievalSettings]:
     for m in list_indexes():
         corpus, encoder = policy.served_name(m.get("corpus", "")), policy.served_encoder(m["encoder"])
         for retriever in ("hybrid", "dense"):
-            settings = RetrievalSettings(corpus=corpus, encoder=encoder, dim=m["dim"], index=m["kind"],
-                                         reduce=m["reduce"], retriever=retriever)
+            settings = RetrievalSettings(
+                corpus=corpus, encoder=encoder, dim=m["dim"], index=m["kind"], reduce=m["reduce"], retriever=retriever
+            )
             if allowed(service, settings) and "/" not in encoder:
-                name = index_name(encoder, m["dim"], m["kind"], m["reduce"])
+                name = IndexSpec.from_manifest(m).name
                 table[f"rag-{corpus}-{name}-{retriever}"] = settings
     for corpus in policy.allowed("corpus"):
-        settings = RetrievalSettings(corpus=corpus, retriever="bm25")
+        settings = RetrievalSettings(corpus=corpus, retriever=SPARSE_RETRIEVER)
         if allowed(service, settings):
-            table[f"rag-{corpus}-bm25"] = settings
+            table[f"rag-{corpus}-{SPARSE_RETRIEVER}"] = settings
     return table
 
 
 def allowed(service: Service, settings: RetrievalSettings) -> bool:
     policy = service.policy
     try:
-        for name in ("corpus", "encoder", "retriever") + (() if settings.retriever == "bm25" else ("index", "reduce", "dim")):
+        for name in ("corpus", "encoder", "retriever") + (("index", "reduce", "dim") if settings.kind.dense else ()):
             policy.check(name, getattr(settings, name))
     except Exception:
         return False
@@ -87,7 +90,7 @@ def last_user_text(messages: list[ChatMessage]) -> str:
                 content = " ".join(p.text or "" for p in content if p.type == "text")
             if content and content.strip():
                 return content
-    raise HTTPException(422, "messages: no user message with text; send {\"role\": \"user\", \"content\": \"...\"}")
+    raise HTTPException(422, 'messages: no user message with text; send {"role": "user", "content": "..."}')
 
 
 def with_sources(result: dict) -> str:
@@ -112,12 +115,20 @@ def add_openai_routes(app: FastAPI, service: Service) -> None:
     def models() -> dict:
         """The served configurations as OpenAI models."""
         created = int(time.time())
-        return {"object": "list", "data": [{"id": name, "object": "model", "created": created, "owned_by": "rag"}
-                                           for name in model_table(service)]}
+        return {
+            "object": "list",
+            "data": [
+                {"id": name, "object": "model", "created": created, "owned_by": "rag"} for name in model_table(service)
+            ],
+        }
 
-    @app.post("/v1/chat/completions", responses={
-              200: {"content": sse_content("with stream: true, chat.completion.chunk objects as data, then [DONE]")},
-              **error_responses(400, 403, 404, 413, 422, 503)})
+    @app.post(
+        "/v1/chat/completions",
+        responses={
+            200: {"content": sse_content("with stream: true, chat.completion.chunk objects as data, then [DONE]")},
+            **error_responses(400, 403, 404, 413, 422, 503),
+        },
+    )
     async def chat(request: ChatRequest):
         """Answer the last user message with the agent (OpenAI's chat completion format; `stream: true` for SSE)."""
         settings = (await run_in_threadpool(model_table, service)).get(request.model)
@@ -128,23 +139,36 @@ def add_openai_routes(app: FastAPI, service: Service) -> None:
             question = check_question(question)
         except RagError as exc:
             raise HTTPException(422, f"messages: {exc}") from None
-        llm = "extractive"
-        retriever = await run_in_threadpool(service.open, settings, llm)
-        run = service.agent(question, retriever, llm, 4)
+        agent = DEFAULT_AGENT  # the model id names the retrieval; the answer is the default agent's
+        retriever = await run_in_threadpool(service.open, settings, agent.llm)
+        run = service.agent(question, retriever, agent)
         chunk_id, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
         if not request.stream:
             result = await service.ask(run)
             text = with_sources(result)
-            return {"id": chunk_id, "object": "chat.completion", "created": created, "model": request.model,
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                 "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": len(question.split()), "completion_tokens": len(text.split()),
-                              "total_tokens": len(question.split()) + len(text.split())},
-                    "citations": result["citations"], "rag": result}
+            return {
+                "id": chunk_id,
+                "object": "chat.completion",
+                "created": created,
+                "model": request.model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {
+                    "prompt_tokens": len(question.split()),
+                    "completion_tokens": len(text.split()),
+                    "total_tokens": len(question.split()) + len(text.split()),
+                },
+                "citations": result["citations"],
+                "rag": result,
+            }
 
         def chunk(delta: dict, finish: str | None = None) -> str:
-            body = {"id": chunk_id, "object": "chat.completion.chunk", "created": created, "model": request.model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            body = {
+                "id": chunk_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": request.model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
             return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
         async def stream():
@@ -158,4 +182,5 @@ def add_openai_routes(app: FastAPI, service: Service) -> None:
                     yield chunk({"content": f"error: {data['detail']}"})
             yield chunk({}, "stop")
             yield "data: [DONE]\n\n"
+
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})

@@ -13,17 +13,18 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from rag.agent.settings import DEFAULT_AGENT
 from rag.config import REPO_DIR, RagError, cache_dir, data_dir, index_dir
-from rag.corpus import NAMED_CORPORA
+from rag.data.corpus import NAMED_CORPORA
 from rag.encoders import ENCODER_NAMES
-from rag.index import INDEX_KINDS
+from rag.index.kinds import INDEX_KINDS
 from rag.reduce import REDUCERS
 from rag.retrieve import RETRIEVERS, RetrievalSettings
 
 ALLOW_FIELDS = ("corpus", "encoder", "dim", "index", "reduce", "retriever", "llm")
 LOCAL_HOSTS = ["localhost", "127.0.0.1", "::1", "[::1]"]
 DEFAULT_WARM = {"corpus": "builtin", "encoder": "minilm", "index": "flat", "retriever": "hybrid"}
-DEFAULT_LLMS = ["extractive"]  # 'local' loads a 135M model, 'openai' spends the operator's key: opt-in only
+DEFAULT_LLMS = [DEFAULT_AGENT.llm]  # 'local' loads a 135M model, 'openai' spends the operator's key: opt-in only
 
 
 class Forbidden(RagError):
@@ -62,11 +63,15 @@ class ServePolicy:
             self.allow[name] = [str(v) for v in values]
         if isinstance(self.encoders, list):  # served name -> encoder; an lm:<dir> is served by its folder's name
             pairs = [e.partition("=")[::2] if "=" in e.split(":")[0] else ("", e) for e in self.encoders]
-            self.encoders = {name or ("lm-" + real.rstrip("/").rpartition("/")[2] if "/" in real else real): real
-                             for name, real in pairs}
+            self.encoders = {
+                name or ("lm-" + real.rstrip("/").rpartition("/")[2] if "/" in real else real): real
+                for name, real in pairs
+            }
         for name in self.corpora:
             if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name) or name in NAMED_CORPORA:
-                raise RagError(f"corpus name '{name}' must be 1-64 letters, digits, '_', '.' or '-' and not a named corpus")
+                raise RagError(
+                    f"corpus name '{name}' must be 1-64 letters, digits, '_', '.' or '-' and not a named corpus"
+                )
 
     # ------------------------------------------------------------ what may be asked for
     def allowed(self, name: str) -> list[str] | None:
@@ -93,14 +98,19 @@ class ServePolicy:
         self.check("corpus", settings.corpus)
         self.check("encoder", settings.encoder)
         self.check("retriever", settings.retriever)
-        if settings.retriever != "bm25":
+        if settings.kind.dense:
             self.check("index", settings.index)
             self.check("reduce", settings.reduce)
         if llm is not None:
             self.check("llm", llm)
-        real = RetrievalSettings(**{**settings.as_dict(), "corpus": self.corpus_path(settings.corpus),
-                                    "encoder": self.encoders.get(settings.encoder, settings.encoder)}).validated()
-        if real.retriever != "bm25":
+        real = RetrievalSettings(
+            **{
+                **settings.as_dict(),
+                "corpus": self.corpus_path(settings.corpus),
+                "encoder": self.encoders.get(settings.encoder, settings.encoder),
+            }
+        ).validated()
+        if real.kind.dense:
             self.check("dim", real.dim)
         return real
 
@@ -120,13 +130,19 @@ class ServePolicy:
 
     def public(self) -> dict:
         """What GET /config shows: the allowed values of every field (for pickers), and the limits."""
-        return {"allow": {name: self.allowed(name) for name in ALLOW_FIELDS},
-                "defaults": {**RetrievalSettings().as_dict(), "llm": "extractive"},
-                "build_missing": self.build_missing, "auth": bool(self.api_key), "max_body": self.max_body,
-                "max_open": self.max_open, "max_memory_mb": self.max_memory_mb}
+        return {
+            "allow": {name: self.allowed(name) for name in ALLOW_FIELDS},
+            "defaults": {**RetrievalSettings().as_dict(), "llm": DEFAULT_AGENT.llm},
+            "build_missing": self.build_missing,
+            "auth": bool(self.api_key),
+            "max_body": self.max_body,
+            "max_open": self.max_open,
+            "max_memory_mb": self.max_memory_mb,
+        }
 
 
 # ---------------------------------------------------------------- reading the operator's settings
+
 
 def parse_allow(items: list[str]) -> dict[str, list[str]]:
     """['corpus=builtin,scifact', 'dim=128,384'] -> {'corpus': [...], 'dim': [...]} (repeats add values)."""
@@ -190,7 +206,11 @@ _PATH = re.compile(r"(?<![\w/.<>~])(?:~|/)(?:[^\s'\",;:()\[\]<>/]+/)+[^\s'\",;:(
 
 def hide_paths(message: str) -> str:
     """The message with server paths replaced by short names: <index dir>, <data dir>, <cache dir>, <repo>, <path>."""
-    for root, label in ((index_dir(), "<index dir>"), (data_dir(), "<data dir>"), (cache_dir(), "<cache dir>"),
-                        (REPO_DIR, "<repo>")):
+    for root, label in (
+        (index_dir(), "<index dir>"),
+        (data_dir(), "<data dir>"),
+        (cache_dir(), "<cache dir>"),
+        (REPO_DIR, "<repo>"),
+    ):
         message = message.replace(str(root), label)
     return _PATH.sub(lambda m: "<path>/" + m.group(0).rstrip("/").rpartition("/")[2], message)

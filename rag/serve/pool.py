@@ -11,11 +11,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from rag.config import RagError, cache_dir
-from rag.corpus import load_corpus, safe_corpus_name
+from rag.config import RagError, bm25_cache_dir
+from rag.data.corpus import load_corpus, safe_corpus_name
+from rag.index.store import MANIFEST, IndexMissing, build_and_save, index_path
 from rag.retrieve import BM25, RetrievalSettings, Retriever, RetrieverPool
 from rag.serve.policy import Busy
-from rag.store import MANIFEST, IndexMissing, build_and_save, index_name, index_path, rebuild_command
 
 
 def estimated_bytes(retriever: Retriever) -> int:
@@ -26,8 +26,9 @@ def estimated_bytes(retriever: Retriever) -> int:
 
 
 class ServePool(RetrieverPool):
-    def __init__(self, *, build_missing: bool = False, max_open: int = 8, max_memory_mb: int = 4096,
-                 max_builds: int = 1):
+    def __init__(
+        self, *, build_missing: bool = False, max_open: int = 8, max_memory_mb: int = 4096, max_builds: int = 1
+    ):
         super().__init__(build_missing=build_missing)
         self.max_open = max(1, max_open)
         self.max_bytes = max_memory_mb * 2**20
@@ -39,15 +40,14 @@ class ServePool(RetrieverPool):
 
     # ------------------------------------------------------------ builds, only when allowed
     def missing(self, settings: RetrievalSettings) -> str | None:
-        """What must be built before these settings can be served ('index', 'bm25') or None."""
-        if settings.retriever != "bm25":
-            name = index_name(settings.encoder, settings.dim, settings.index, settings.reduce)
-            if not (index_path(safe_corpus_name(settings.corpus), name) / MANIFEST).exists():
+        """What must be built before these settings can be served ('index', 'sparse': BM25) or None."""
+        if settings.kind.dense:
+            if not (index_path(safe_corpus_name(settings.corpus), settings.index_spec.name) / MANIFEST).exists():
                 return "index"
-        if settings.retriever != "dense":
+        if settings.kind.sparse:
             corpus = load_corpus(settings.corpus)
-            if not (cache_dir() / "bm25" / corpus.content_hash[:16] / "params.index.json").exists():
-                return "bm25"
+            if not (bm25_cache_dir(corpus.content_hash[:16]) / "params.index.json").exists():
+                return "sparse"
         return None
 
     def build(self, settings: RetrievalSettings, what: str) -> None:
@@ -63,7 +63,7 @@ class ServePool(RetrieverPool):
                 corpus = load_corpus(settings.corpus)
                 while (what := self.missing(settings)) is not None:
                     if what == "index":
-                        build_and_save(corpus, settings.encoder, settings.dim, settings.index, settings.reduce)
+                        build_and_save(corpus, settings.index_spec)
                     else:
                         BM25(corpus.passages, cache_key=corpus.content_hash[:16])
                     self.builds_done += 1
@@ -103,15 +103,22 @@ class ServePool(RetrieverPool):
         return sum(self.sizes.get(k, 0) for k in self.entries)
 
     def loaded(self) -> list[dict]:
-        return [{**row, "estimated_mb": round(self.sizes.get(key, 0) / 2**20, 1)}
-                for key, row in zip(list(self.entries), super().loaded())]
+        return [
+            {**row, "estimated_mb": round(self.sizes.get(key, 0) / 2**20, 1)}
+            for key, row in zip(list(self.entries), super().loaded())
+        ]
 
 
 def missing_error(settings: RetrievalSettings, what: str) -> RagError:
     if what == "index":
-        cmd = rebuild_command(settings.corpus, settings.encoder, settings.dim, settings.index, settings.reduce)
-        return IndexMissing(f"index {index_name(settings.encoder, settings.dim, settings.index, settings.reduce)} "
-                            f"for corpus {settings.corpus} is not built and this server does not build on request; "
-                            f"the operator can run `{cmd}` or start the server with --build-missing")
-    return IndexMissing(f"the BM25 index of corpus {settings.corpus} is not built and this server does not build "
-                        "on request; the operator can start the server with --build-missing (or --warm it)")
+        spec = settings.index_spec
+        cmd = spec.rebuild_command(settings.corpus)
+        return IndexMissing(
+            f"index {spec.name} "
+            f"for corpus {settings.corpus} is not built and this server does not build on request; "
+            f"the operator can run `{cmd}` or start the server with --build-missing"
+        )
+    return IndexMissing(
+        f"the BM25 index of corpus {settings.corpus} is not built and this server does not build "
+        "on request; the operator can start the server with --build-missing (or --warm it)"
+    )

@@ -14,6 +14,7 @@ from typing import AsyncIterator, Callable
 from fastapi import HTTPException
 from fastapi.concurrency import run_in_threadpool
 
+from rag.agent.settings import AgentSettings
 from rag.config import RagError
 from rag.retrieve import RetrievalSettings, Retriever
 from rag.serve.metrics import Metrics
@@ -26,8 +27,12 @@ log = logging.getLogger("rag.serve")
 class Service:
     def __init__(self, policy: ServePolicy, pool: ServePool | None = None):
         self.policy = policy
-        self.pool = pool or ServePool(build_missing=policy.build_missing, max_open=policy.max_open,
-                                      max_memory_mb=policy.max_memory_mb, max_builds=policy.max_builds)
+        self.pool = pool or ServePool(
+            build_missing=policy.build_missing,
+            max_open=policy.max_open,
+            max_memory_mb=policy.max_memory_mb,
+            max_builds=policy.max_builds,
+        )
         self.slots = threading.BoundedSemaphore(policy.max_inflight) if policy.max_inflight > 0 else nullcontext()
         self.metrics = Metrics(self.pool)
 
@@ -48,7 +53,7 @@ class Service:
             raise self.http_error(exc) from None
         return self.public(retriever.result(question, hits))
 
-    def agent(self, question: str, retriever: Retriever, llm: str, max_steps: int) -> Callable:
+    def agent(self, question: str, retriever: Retriever, agent: AgentSettings) -> Callable:
         """A function on_step -> the `rag ask --json` dict, run in a worker thread."""
         try:
             from rag.agent import run_agent
@@ -57,12 +62,12 @@ class Service:
 
         def run(on_step=None) -> dict:
             with self.slots:
-                result = run_agent(question, retriever.settings, retriever=retriever, llm=llm, max_steps=max_steps,
-                                   on_step=on_step)
+                result = run_agent(question, retriever.settings, agent, retriever=retriever, on_step=on_step)
             flagged = sum(len(s.get("flagged", [])) for s in result["steps"] if s.get("node") == "answer")
             if flagged:
                 self.metrics.injections.inc(flagged)
             return result
+
         return run
 
     async def ask(self, run: Callable) -> dict:

@@ -1,0 +1,40 @@
+"""`AgentSettings`: how the agent answers (which LLM backend, how many retrieval rounds, ...), validated once.
+
+The CLI (`rag ask`, `rag eval agent`), the HTTP `/ask` and OpenAI endpoints, the Python API and the evaluations
+build one; its defaults are the only place the agent's defaults live.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from rag.agent.llm import LLM_BACKENDS, check_llm
+from rag.config import RagError
+
+MAX_STEPS_LIMIT = 20  # the most retrieval rounds one question may take (HTTP bounds it the same)
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """How to answer: `validated()` checks every field, or raises a RagError naming it and what it accepts."""
+
+    llm: str = LLM_BACKENDS[0]  # extractive: no model, answers with the passages' own sentences
+    max_steps: int = 4  # retrieval rounds (a rewrite or a hop is one more round)
+    short_answer: bool = False  # the answer span alone (evaluations), not the sentence around it
+    use_lookup: bool = True  # look up titles the question names (the entity linker) beside the searches
+
+    def validated(self) -> "AgentSettings":
+        check_llm(self.llm)
+        steps = self.max_steps
+        if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS_LIMIT:
+            raise RagError(
+                f"--max-steps must be at least 1 and at most {MAX_STEPS_LIMIT} (max_steps={steps!r}); "
+                f"try --max-steps {AgentSettings.max_steps}"
+            )
+        return self
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+DEFAULT_AGENT = AgentSettings()
