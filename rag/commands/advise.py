@@ -9,6 +9,9 @@ import typer
 
 from rag.commands.common import console, handle_errors, print_json, progress_bars, safe, warn
 from rag.commands.options import CORPUS_HELP
+from rag.studies.advise import AdviseSpec
+
+ADVISE = AdviseSpec(corpus="")  # the defaults, shown and used by the options below
 
 
 def _names(value: str) -> tuple[str, ...]:
@@ -29,10 +32,14 @@ def advise(
     min_quality: Optional[float] = typer.Option(
         None, help="pick the smallest configuration keeping this share (0..1) of the full-width quality"
     ),
-    encoders: str = typer.Option("minilm", help="comma-separated encoders to try"),
-    dims: str = typer.Option("32,64,128,256,384", help="comma-separated d to try (the full width is always tried)"),
-    reduce: str = typer.Option("pca,distill", help="reducers to try (binary codes use their ITQ-rotated form)"),
-    index: str = typer.Option("flat,sq8,opq-pq,binary", help="index kinds to try"),
+    encoders: str = typer.Option(",".join(ADVISE.encoders), help="comma-separated encoders to try"),
+    dims: str = typer.Option(
+        ",".join(map(str, ADVISE.dims)), help="comma-separated d to try (the full width is always tried)"
+    ),
+    reduce: str = typer.Option(
+        ",".join(ADVISE.reducers), help="reducers to try (binary codes use their ITQ-rotated form)"
+    ),
+    index: str = typer.Option(",".join(ADVISE.kinds), help="index kinds to try"),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Recommend encoder, d, reducer and index kind for this corpus under a memory budget, from measured runs."""

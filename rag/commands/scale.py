@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from rag.commands.common import console, handle_errors, print_json, safe
+from rag.commands.options import DEFAULTS
 from rag.index.spec import DEFAULT_INDEX, IndexSpec
 
 
@@ -345,13 +346,13 @@ shards_app = typer.Typer(
 @handle_errors
 def shards_search(
     question: str = typer.Argument(..., help="The query."),
-    corpus: str = typer.Option("builtin", help="The corpus the shards were built from."),
+    corpus: str = typer.Option(DEFAULTS.corpus, help="The corpus the shards were built from."),
     encoder: str = typer.Option(DEFAULT_INDEX.encoder, help="Encoder the shards were built with."),
     dim: int = typer.Option(DEFAULT_INDEX.dim, help="d the shards were built at (default: full width)."),
     index: str = typer.Option(DEFAULT_INDEX.kind, "--index", help="Index kind of the shards."),
     reduce: str = typer.Option(DEFAULT_INDEX.reduce, help="Reducer of the shards."),
     shards: int = typer.Option(2, "--shards", help="How many shards the index was built with."),
-    k: int = typer.Option(5, "-k", "--k", help="How many passages."),
+    k: int = typer.Option(DEFAULTS.k, "-k", "--k", help="How many passages."),
     engine: str = typer.Option("local", "--engine", help="local: open every shard here; ray: one Ray actor per shard."),
     address: str = typer.Option(None, "--address", help="With --engine ray: the cluster."),
     allow_partial: bool = typer.Option(

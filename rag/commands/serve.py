@@ -10,6 +10,9 @@ import typer
 from rich.table import Table
 
 from rag.commands.common import console, err_console, safe
+from rag.commands.options import DEFAULTS, choices_help
+from rag.index.kinds import INDEX_KINDS
+from rag.retrieve import RETRIEVERS
 
 
 def serve(
@@ -158,9 +161,9 @@ def bench_serve(
     sequential: int = typer.Option(
         10, min=0, help="Requests sent one at a time first, as the single-request baseline."
     ),
-    corpus: str = typer.Option("builtin", help="Corpus to query."),
-    index: str = typer.Option("flat", help="Index kind."),
-    retriever: str = typer.Option("hybrid", help="dense | bm25 | hybrid."),
+    corpus: str = typer.Option(DEFAULTS.corpus, help="Corpus to query."),
+    index: str = typer.Option(DEFAULTS.index, help="Index kind: " + choices_help(INDEX_KINDS)),
+    retriever: str = typer.Option(DEFAULTS.retriever, help="Retriever: " + choices_help(RETRIEVERS)),
     server: str = typer.Option("", help="Bench a running server at this URL instead of starting one."),
     torch_threads: list[int] = typer.Option(
         [1, 0], "--torch-threads", help="Start one server per value (serve --torch-threads) and compare."

@@ -20,12 +20,14 @@ from rag.encoders import check_encoder_name, get_encoder
 from rag.encoders.cache import cached_embeddings, embed_corpus, with_state
 from rag.index.kinds import INDEX_KINDS, INDEX_TABLE, code_bytes
 from rag.index.search_index import build_index
+from rag.index.spec import DEFAULT_INDEX
 from rag.reduce import NEEDS_QUERIES, REDUCER_TABLE, REDUCERS, Reducer
 from rag.studies.rows import exact_top, to_run
 
 DEFAULT_DIMS = (32, 64, 128, 256, 384)
 DEFAULT_KINDS = tuple(name for name, kind in INDEX_TABLE.items() if kind.exhaustive)
-DEFAULT_REDUCERS = ("pca", "distill")
+# the default reducer, and the learned one (trained on pseudo-queries; binary codes take its ITQ-rotated form)
+DEFAULT_REDUCERS = (DEFAULT_INDEX.reduce, *(n for n, k in REDUCER_TABLE.items() if k.needs_queries and not k.rotates))
 HELD_OUT = 200  # pseudo-queries for the proxy
 NEAREST = 3
 
@@ -33,7 +35,7 @@ NEAREST = 3
 @dataclass
 class AdviseSpec:
     corpus: str
-    encoders: tuple[str, ...] = ("minilm",)
+    encoders: tuple[str, ...] = (DEFAULT_INDEX.encoder,)
     dims: tuple[int, ...] = DEFAULT_DIMS
     reducers: tuple[str, ...] = DEFAULT_REDUCERS
     kinds: tuple[str, ...] = DEFAULT_KINDS
