@@ -11,7 +11,7 @@ cosine decay, the best validation checkpoint scored on valid and test (the same 
 Token-matched mode (budgets given as tokens) adds early stopping on validation.
 
 Heads: `heads` (8) while d/heads >= MIN_HEAD (8); below that width the head size stays 8 and the heads
-shrink to d/8 (d=32: 4 heads, d=16: 2). A d that fits neither rule is refused.
+shrink to d/8 (d=32: 4 heads, d=16: 2, d=8: 1); below d=8, one head of size d. A d that fits no rule is refused.
 """
 from __future__ import annotations
 
@@ -41,14 +41,17 @@ def lr_rule(dim: int) -> float:
 
 
 def heads_for(dim: int, heads: int = 8) -> int:
-    """heads while the head size is at least MIN_HEAD, else d/MIN_HEAD heads of size MIN_HEAD."""
+    """heads while the head size is at least MIN_HEAD, else d/MIN_HEAD heads of size MIN_HEAD (below d=MIN_HEAD:
+    one head of size d)."""
     if dim < 1 or heads < 1:
         raise RagError(f"d and heads must be positive, got d={dim}, heads={heads}")
     if dim // heads >= MIN_HEAD:
         if dim % heads:
             raise RagError(f"d={dim} is not divisible by heads={heads}; pick d a multiple of {heads}")
         return heads
-    if dim % MIN_HEAD or dim < MIN_HEAD:
+    if dim < MIN_HEAD:
+        return 1  # narrower than one head of MIN_HEAD: one head of size d
+    if dim % MIN_HEAD:
         raise RagError(f"d={dim} is not divisible by heads={heads} with a head size of at least {MIN_HEAD} "
                        f"(below {heads * MIN_HEAD} the heads shrink to d/{MIN_HEAD}); pick d a multiple of {MIN_HEAD}")
     return dim // MIN_HEAD
@@ -140,7 +143,7 @@ def train_config(settings: GridSettings, spec: RunSpec, out: Path, threads: int 
                        slices=settings.slices, eval_tokens=settings.eval_tokens,
                        slice_eval_tokens=settings.slice_eval_tokens, threads=threads, precision=settings.precision,
                        compile="off", samples=0, warmup_frac=settings.warmup_frac, best_val=True,
-                       patience=settings.patience)
+                       patience=settings.patience, measure_peak=False)
 
 
 def git_commit() -> str | None:

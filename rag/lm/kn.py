@@ -11,7 +11,8 @@ and p_0(w) = 1/V (the uniform floor). An unseen context (S_k(h) = 0) hands its m
 fewer than k−1 tokens before it in its split uses the highest order its history allows. Discounts per order from
 that order's count-of-counts n_r: Y = n1/(n1+2·n2), D1 = 1−2Y·n2/n1, D2 = 2−3Y·n3/n2, D3+ = 3−4Y·n4/n3.
 
-`discount` may instead be one number for every count (D for 1, 2 and 3+) or "single" (D = Y, Ney's estimate):
+`discount` may instead be one number for every count (D for 1, 2 and 3+), a fixed (D1, D2, D3+) for every order,
+or "single" (D = Y, Ney's estimate):
 with floor=False (the unigram level is N1+(•w)/N1+(••), no uniform floor) and a fixed D this is exactly NLTK's
 KneserNeyInterpolated, which the tests compare against.
 Scored targets and bytes are the LMs' (rag.lm.baselines.eval_targets, token_bytes); fitted on the train split only.
@@ -60,7 +61,9 @@ class _Level:
         self.n1 = np.bincount(inv, weights=self.counts == 1, minlength=m)
         self.n2 = np.bincount(inv, weights=self.counts == 2, minlength=m)
         self.n3 = np.bincount(inv, weights=self.counts >= 3, minlength=m)
-        if disc == "modified":
+        if isinstance(disc, (tuple, list)):  # (D1, D2, D3+) given
+            self.d = tuple(float(x) for x in disc)
+        elif disc == "modified":
             self.d = discounts(self.counts)
         else:
             if disc == "single":

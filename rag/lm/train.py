@@ -48,6 +48,7 @@ class TrainConfig:
     resume: bool = False
     best_val: bool = False           # score the best validation checkpoint (of the slice evaluations) on valid/test
     patience: int | None = None      # early stopping: stop after this many slice evaluations without improvement
+    measure_peak: bool = True        # measure the matmul peaks for MFU at the end (a few seconds per process)
 
     def learning_rate(self) -> float:
         return self.lr if self.lr is not None else 2e-3 * math.sqrt(128 / self.model.dim)
@@ -305,8 +306,11 @@ def finish(model, tok, cfg: TrainConfig, rt: Runtime, state: dict, tokens_per_st
     base = baseline_figures(tok, mcfg.context, cfg.eval_tokens)
     tokens_seen = state["step"] * tokens_per_step
     rate = tokens_seen / max(1e-9, state["train_s"])
-    peak, peak_source = flops_peak(rt)
-    peaks = both_peaks(rt.device)
+    if cfg.measure_peak:
+        peak, peak_source = flops_peak(rt)
+        peaks = both_peaks(rt.device)
+    else:  # MFU not wanted (the iso-FLOP grid): skip the matmul peak measurement
+        peak, peak_source, peaks = float("nan"), "not measured", {"fp32": float("nan"), "bf16": float("nan")}
     achieved = acc["flops_per_token"] * rate
     bits = lambda nats, split: nats * base["targets"][split] / math.log(2) / base["bytes"][split]  # noqa: E731
     bigram = base["models"]["bigram"]
@@ -322,7 +326,8 @@ def finish(model, tok, cfg: TrainConfig, rt: Runtime, state: dict, tokens_per_st
         "bigram_test_ppl": bigram["test_ppl"], "vs_bigram_test_ppl": round(math.exp(test) / bigram["test_ppl"], 3),
         "epoch_s": round(len(tok.ids["train"]) / rate, 1), "tokens_per_s": round(rate, 1), "peak_mem_bytes": peak_mem,
         "flops_per_token": acc["flops_per_token"], "achieved_flops": round(achieved),
-        "mfu": round(achieved / peak, 4), "mfu_fp32": round(achieved / peaks["fp32"], 4),
+        "mfu": round(achieved / peak, 4) if peak == peak else None,
+        "mfu_fp32": round(achieved / peaks["fp32"], 4) if peaks["fp32"] == peaks["fp32"] else None,
         "mfu_bf16": round(achieved / peaks["bf16"], 4) if peaks["bf16"] == peaks["bf16"] else None,
         "device": rt.describe(),
         # extras (results.json only)
@@ -330,8 +335,9 @@ def finish(model, tok, cfg: TrainConfig, rt: Runtime, state: dict, tokens_per_st
         "lr": cfg.learning_rate(), "warmup_steps": state.get("warmup"), "total_steps": state["total_steps"],
         "best_step": state.get("best_step"), "best_slice_val_loss": state.get("best_val_loss"),
         "stopped_early_at": state.get("stopped_early_at"), "scored": "best-val" if cfg.best_val else "last",
-        "seed": cfg.seed, "precision": rt.precision, "peak_flops": round(peak), "peak_source": peak_source,
-        "peak_fp32_flops": round(peaks["fp32"]),
+        "seed": cfg.seed, "precision": rt.precision,
+        "peak_flops": round(peak) if peak == peak else None, "peak_source": peak_source,
+        "peak_fp32_flops": round(peaks["fp32"]) if peaks["fp32"] == peaks["fp32"] else None,
         "peak_bf16_flops": round(peaks["bf16"]) if peaks["bf16"] == peaks["bf16"] else None,
         "eval_tokens": {"valid": eval_token_count(tok.ids["valid"], mcfg.context, cfg.eval_tokens),
                         "test": eval_token_count(tok.ids["test"], mcfg.context, cfg.eval_tokens)},
