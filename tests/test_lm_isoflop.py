@@ -39,7 +39,7 @@ def test_budget_turns_into_whole_steps_of_equal_flops():
 def test_parabola_fit_recovers_a_known_vertex_and_its_interval_covers_it():
     rng = np.random.default_rng(0)
     ds = [16, 24, 32, 48, 64, 96, 128]
-    true = lambda d: 2.0 + 0.05 * (math.log(d) - math.log(40)) ** 2  # noqa: E731
+    true = lambda d: 2.0 + 0.05 * (math.log(d) - math.log(40)) ** 2
     ys = [true(d) + rng.normal(0, 0.002) for d in ds]
     f = fit_parabola(ds, ys)
     assert f["ok"] and f["bracketed"] and f["d_lo"] < 40 < f["d_hi"] and abs(f["d_opt"] - 40) < 4

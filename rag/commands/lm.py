@@ -328,6 +328,28 @@ def token_curve_cmd(tokens: int = typer.Option(..., min=1, help="Training tokens
     _grid_run(settings, [float(tokens)], dims, seeds, "1", out, parallel, threads, as_json, kn_orders)
 
 
+@app.command("precision-probe")
+@handle_errors
+def precision_probe_cmd(dims: str = typer.Option("16,32,64,128,256"), threads: int = typer.Option(1, min=1),
+                        steps: int = typer.Option(5, min=3), out: str = typer.Option(None, help="Also write JSON here."),
+                        as_json: bool = typer.Option(False, "--json")):
+    """fp32 against bf16 autocast training throughput at each d (how the grid's one precision was chosen)."""
+    import json
+    from pathlib import Path
+
+    from rag.lm.isoflop import parse_list, precision_probe
+
+    rows = precision_probe(parse_list(dims, "--dims"), threads=threads, steps=steps)
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(rows, indent=1))
+    if as_json:
+        return print_json(rows)
+    for r in rows:
+        console.print(f"d={r['dim']} ({r['heads']} heads): fp32 {r['fp32_tokens_per_s']} tok/s, bf16 autocast "
+                      f"{r['bf16_tokens_per_s']} tok/s ({r['bf16_speedup']}x), load {r['loadavg']}")
+
+
 @app.command("kn")
 @handle_errors
 def kn_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP), orders: str = typer.Option("3,4"),

@@ -24,7 +24,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from rag.config import RagError
@@ -147,20 +147,61 @@ def train_config(settings: GridSettings, spec: RunSpec, out: Path, threads: int 
 
 
 def git_commit() -> str | None:
+    """HEAD of the checkout the code runs from, with '-dirty' when its tracked files differ from it."""
+    here = Path(__file__).resolve().parent
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True,
-                              text=True, timeout=10).stdout.strip() or None
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10,
+                              check=False).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", str(here)], cwd=here,
+                               capture_output=True, text=True, timeout=10, check=False).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
+    return (head + ("-dirty" if dirty else "")) or None
+
+
+def precision_probe(dims: list[int], threads: int = 1, batch: int = 16, context: int = 128, vocab: int = 10000,
+                    layers: int = 6, steps: int = 5, corpus: str = "wiki-lm") -> list[dict]:
+    """Training tokens/s of fp32 and of bf16 autocast at each d, timed alternately (best of the last steps)."""
+    import torch
+
+    from rag.lm.data import PROBE_STEP, prepare, train_batch
+    from rag.lm.model import GPT, GPTConfig, flops_per_token
+
+    torch.set_num_threads(threads)
+    ids = prepare(corpus, vocab).ids["train"]
+    rows = []
+    for d in dims:
+        cfg = GPTConfig(vocab=vocab, dim=d, layers=layers, heads=heads_for(d), context=context)
+        models = {p: GPT(cfg) for p in ("fp32", "bf16")}
+        opts = {p: torch.optim.AdamW(m.parameters(), lr=1e-3) for p, m in models.items()}
+        times = {p: [] for p in models}
+        for i in range(steps):
+            x, y = train_batch(ids, PROBE_STEP + i, batch, context, 0)
+            for p, m in models.items():
+                t0 = time.perf_counter()
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=p == "bf16"):
+                    _, loss = m(x, y)
+                loss.backward()
+                opts[p].step()
+                opts[p].zero_grad(set_to_none=True)
+                times[p].append(time.perf_counter() - t0)
+        fpt = flops_per_token(cfg)["train"]
+        rate = {p: batch * context / min(t[2:] or t) for p, t in times.items()}
+        rows.append({"dim": d, "heads": cfg.heads, "fp32_tokens_per_s": round(rate["fp32"]),
+                     "bf16_tokens_per_s": round(rate["bf16"]), "bf16_speedup": round(rate["bf16"] / rate["fp32"], 2),
+                     "fp32_gflops": round(fpt * rate["fp32"] / 1e9, 1), "threads": threads,
+                     "loadavg": round(os.getloadavg()[0], 2)})
+    return rows
 
 
 def host_info() -> dict:
     cpu = platform.processor()
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
     except OSError:
         pass
     return {"host": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version()}
@@ -258,7 +299,7 @@ def collect(out: str | Path) -> list[dict]:
     for res in sorted(out.glob("C*/d*-s*-x*/result.json")):
         run = res.parent
         r = json.loads(res.read_text())
-        d, s, x = run.name[1:].split("-")
+        _, s, x = run.name[1:].split("-")
         prov = json.loads((run / "provenance.json").read_text()) if (run / "provenance.json").exists() else {}
         budget = float(run.parent.name[1:])
         rows.append({"budget": budget, "dim": r["dim"], "heads": r["heads"], "seed": int(s[1:]), "factor": float(x[1:]),
@@ -340,13 +381,18 @@ def fit_power(cs: list[float], ys: list[float], se_ln: list[float], draws: int =
     noise = np.sqrt(se ** 2 + extra ** 2)
     ks = np.array([np.polyfit(lc, ly + rng.normal(0, noise), 1)[0] for _ in range(draws)])
     return {"ok": True, "k": float(k), "A": float(np.exp(lnA)), "k_lo": float(np.percentile(ks, 2.5)),
-            "k_hi": float(np.percentile(ks, 97.5)), "residual_sd_ln": extra, "n": int(len(lc)),
+            "k_hi": float(np.percentile(ks, 97.5)), "residual_sd_ln": extra, "n": len(lc),
             "formula": "y = A * C^k", "interval": "95% of 4000 draws of each point within its interval"}
+
+
+FIT_WINDOW = 3  # the parabola is fitted to the best measured d and up to this many grid neighbours on each side
 
 
 def grid_fits(rows: list[dict]) -> dict:
     """Per budget: parabola fits of validation and test bits per byte against ln d (default LR runs; several
-    seeds averaged, their spread as weights); then d_opt(C) and loss(C) power laws over the fitted budgets."""
+    seeds averaged, their spread as weights) over the best measured d and up to FIT_WINDOW neighbours on each
+    side (a parabola in ln d describes the bottom of the curve, not its far flanks); then d_opt(C) and loss(C)
+    power laws over the budgets whose optimum is bracketed."""
     import numpy as np
 
     per_budget = {}
@@ -364,6 +410,12 @@ def grid_fits(rows: list[dict]) -> dict:
                         "tokens": seeds[0]["tokens"], "params": seeds[0]["params"],
                         "train_flops": seeds[0]["train_flops"]})
         entry = {"budget": budget, "points": pts}
+        if pts:
+            i = min(range(len(pts)), key=lambda j: pts[j]["val_bpb"])
+            window = pts[max(0, i - FIT_WINDOW):i + FIT_WINDOW + 1]
+            for p in pts:
+                p["in_fit"] = p in window
+            pts_all, pts = pts, window
         if len(pts) >= 3:
             # seed noise: where several seeds exist, one pooled sd for every point (sd of a mean: / sqrt(n))
             sds = [p["val_sd"] for p in pts if p["val_sd"] is not None]
@@ -377,8 +429,10 @@ def grid_fits(rows: list[dict]) -> dict:
             entry["test"] = fit_parabola([p["dim"] for p in pts], [p["test_bpb"] for p in pts], tsigma)
             best = min(pts, key=lambda p: p["val_bpb"])
             entry["best_measured"] = best
+        if pts:
+            entry["points"] = pts_all
         per_budget[f"{budget:g}"] = entry
-    fitted = [e for e in per_budget.values() if e.get("val", {}).get("ok")]
+    fitted = [e for e in per_budget.values() if e.get("val", {}).get("ok") and e["val"]["bracketed"]]
     scaling = {}
     if len(fitted) >= 2:
         cs = [e["budget"] for e in fitted]

@@ -43,26 +43,30 @@ def plot_isoflop(data: dict, out: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.6))
     budgets = data["fits"].get("budgets", {})
     for i, (key, e) in enumerate(sorted(budgets.items(), key=lambda kv: float(kv[0]))):
-        color = plt.cm.viridis(i / max(1, len(budgets) - 1))
+        color = plt.cm.plasma(0.85 * i / max(1, len(budgets) - 1))
         pts = e["points"]
         ds = [p["dim"] for p in pts]
         ys = [p["val_bpb"] for p in pts]
         err = [p["val_sd"] or 0 for p in pts]
-        ax.errorbar(ds, ys, yerr=err, fmt="o", color=color, capsize=3, label=f"C = {fmt_count(float(key))}FLOPs")
+        ax.errorbar(ds, ys, yerr=err, fmt="o", color=color, capsize=3, label=f"C = {_c(float(key))} FLOPs")
         for r in data["rows"]:  # single seeds of multi-seed points, faint
             if r["budget"] == float(key) and r["factor"] == 1.0 and any(p["n_seeds"] > 1 and p["dim"] == r["dim"] for p in pts):
                 ax.plot(r["dim"], r["val_bpb"], ".", color=color, alpha=0.35)
         fit = e.get("val", {})
-        if fit.get("ok"):
+        if fit.get("ok") and fit["inside_grid"]:
             a, b, c = fit["coef"]
-            x = np.linspace(math.log(min(ds)), math.log(max(ds)), 100)
+            used = [p["dim"] for p in pts if p.get("in_fit")]
+            x = np.linspace(math.log(min(used)), math.log(max(used)), 100)
             ax.plot(np.exp(x), a + b * x + c * x * x, "-", color=color, linewidth=1)
             ax.errorbar([fit["d_opt"]], [fit["y_opt"]], xerr=[[fit["d_opt"] - fit["d_lo"]], [fit["d_hi"] - fit["d_opt"]]],
                         fmt="*", color=color, markersize=12, capsize=3, markeredgecolor="black")
     ax.set_xscale("log", base=2)
+    all_d = [r["dim"] for r in data["rows"]]
+    if all_d:
+        ax.set_xlim(min(all_d) / 1.3, max(all_d) * 1.3)
     ax.set(xlabel="embedding dimension d (log scale)", ylabel="validation bits per byte",
-           title="Iso-FLOP curves: validation bpb vs d at fixed training FLOPs\n(star: fitted optimum, bar: 95% interval; "
-                 "error bars: sd over 3 seeds)")
+           title="Iso-FLOP curves: validation bpb vs d at fixed training FLOPs\n(line: parabola in ln d over the fitted "
+                 "points; star: fitted optimum, bar: 95% interval; error bars: sd over seeds)")
     ax.title.set_fontsize(9)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
@@ -112,7 +116,7 @@ def plot_lr(data: dict, out: Path) -> None:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
     for row in data["lr_check"]:
-        ax.plot(row["factors"], row["val_bpb"], "o-", label=f"d={row['dim']}, C={fmt_count(row['budget'])}")
+        ax.plot(row["factors"], row["val_bpb"], "o-", label=f"d={row['dim']}, C={_c(row['budget'])}")
     ax.set_xscale("log", base=2)
     ax.axvline(1.0, color="grey", linestyle=":", linewidth=1)
     ax.set(xlabel="LR / rule 2e-3·sqrt(128/d)", ylabel="validation bits per byte", title="LR check (dotted: the rule)")
@@ -144,6 +148,12 @@ def plot_tokens(data: dict, out: Path) -> None:
     plt.close(fig)
 
 
+def _c(budget: float) -> str:
+    """1e12 -> '1e12', 3e12 -> '3e12', 1769472 -> '1.77e6'."""
+    mant, exp = f"{budget:.2e}".split("e")
+    return f"{mant.rstrip('0').rstrip('.')}e{int(exp)}"
+
+
 def _interval(f: dict) -> str:
     return f"{f['d_opt']:.0f} [{f['d_lo']:.0f}, {f['d_hi']:.0f}]"
 
@@ -158,28 +168,29 @@ def summary_md(data: dict, out: Path | None = None) -> str:
              f"validation checkpoints ({s.get('slice_eval_tokens')} tokens each) scored on the first "
              f"{s.get('eval_tokens')} valid and test targets." + (f" Early stopping: patience {s['patience']}."
                                                                      if s.get("patience") else ""), "",
-             "| budget | d | heads | seed | LR× | params | tokens | steps | best step | val bpb | test bpb | wall s | "
-             "parallel | load |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             ("| budget | d | heads | seed | LR× | params | tokens | steps | best step | val bpb | test bpb | wall s | "
+              "parallel | load |"), "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(data["rows"], key=lambda r: (r["budget"], r["dim"], r["factor"], r["seed"])):
-        lines.append(f"| {fmt_count(r['budget'])} | {r['dim']} | {r['heads']} | {r['seed']} | {r['factor']:g} | "
+        lines.append(f"| {_c(r['budget'])} | {r['dim']} | {r['heads']} | {r['seed']} | {r['factor']:g} | "
                      f"{r['params']:,} | {r['tokens']:,} | {r['steps']} | {r['best_step']} | {r['val_bpb']:.4f} | "
                      f"{r['test_bpb']:.4f} | {r['wall_s']} | {r['parallel']} | {r['loadavg_start']} |")
     fits = data.get("fits") or {}
     if fits.get("budgets"):
-        lines += ["", "## Fits (parabola in ln d of validation bpb; 95% delta-method intervals)", "",
-                  "| budget | points (d) | fitted d_opt [95%] | fitted min val bpb [95%] | test-bpb fit d_opt | "
-                  "bracketed (≥2 each side) | best measured |", "|---|---|---|---|---|---|---|"]
+        lines += ["", ("## Fits (parabola in ln d of validation bpb over the best measured d and up to 3 neighbours "
+                       "each side; d in parentheses not fitted; 95% delta-method intervals)"), "",
+                  ("| budget | points (d) | fitted d_opt [95%] | fitted min val bpb [95%] | test-bpb fit d_opt | "
+                   "bracketed (≥2 each side) | best measured |"), "|---|---|---|---|---|---|---|"]
         for key, e in sorted(fits["budgets"].items(), key=lambda kv: float(kv[0])):
             f, t = e.get("val", {}), e.get("test", {})
-            dims = ",".join(str(p["dim"]) for p in e["points"])
+            dims = ",".join(str(p["dim"]) if p.get("in_fit") else f"({p['dim']})" for p in e["points"])
             if f.get("ok"):
                 best = e["best_measured"]
-                lines.append(f"| {fmt_count(float(key))} | {dims} | {_interval(f)} | {f['y_opt']:.4f} "
+                lines.append(f"| {_c(float(key))} | {dims} | {_interval(f)} | {f['y_opt']:.4f} "
                              f"[{f['y_lo']:.4f}, {f['y_hi']:.4f}] | {_interval(t) if t.get('ok') else '-'} | "
                              f"{'yes' if f['bracketed'] else 'NO'} ({f['points_below']} below, {f['points_above']} above)"
                              f" | d={best['dim']}: val {best['val_bpb']:.4f}, test {best['test_bpb']:.4f} |")
             else:
-                lines.append(f"| {fmt_count(float(key))} | {dims} | {f.get('why', 'too few points')} | | | | |")
+                lines.append(f"| {_c(float(key))} | {dims} | {f.get('why', 'too few points')} | | | | |")
         sc = fits.get("scaling", {})
         for name, what in (("d_opt", "d_opt(C)"), ("val_bpb", "min val bpb(C)"), ("test_bpb", "min test bpb(C)")):
             if sc.get(name, {}).get("ok"):
@@ -190,7 +201,7 @@ def summary_md(data: dict, out: Path | None = None) -> str:
         lines += ["", "## LR check", "", "| budget | d | LR× | LR | val bpb | best | rule − best (bpb) |", "|---|---|---|---|---|---|---|"]
         for row in data["lr_check"]:
             for f, lr, v in zip(row["factors"], row["lrs"], row["val_bpb"]):
-                lines.append(f"| {fmt_count(row['budget'])} | {row['dim']} | {f:g} | {lr:.2e} | {v:.4f} | "
+                lines.append(f"| {_c(row['budget'])} | {row['dim']} | {f:g} | {lr:.2e} | {v:.4f} | "
                              f"{'←' if f == row['best_factor'] else ''} | "
                              f"{row['rule_gap_bpb'] if f == 1.0 and row['rule_gap_bpb'] is not None else ''} |")
     base = (data.get("baselines") or {}).get("models")
@@ -199,8 +210,8 @@ def summary_md(data: dict, out: Path | None = None) -> str:
                   "|---|---|---|---|"]
         for name, m in base.items():
             lines.append(f"| {name} | {m['val_bpb']:.4f} | {m['test_bpb']:.4f} | {m['test_ppl']:.1f} |")
-    lines += ["", f"Total wall time of the runs: {data['wall_s_total'] / 60:.1f} min (measured on a shared 2-core "
-              "machine under load from other work: wall times are not speed figures)."]
+    lines += ["", (f"Total wall time of the runs: {data['wall_s_total'] / 60:.1f} min (measured on a shared 2-core "
+                   "machine under load from other work: wall times are not speed figures).")]
     for png in ("isoflop.png", "scaling.png", "lr_check.png", "token_curve.png"):
         if out is None or (out / png).exists():
             lines.append(f"\n![{png[:-4]}]({png})")

@@ -84,7 +84,7 @@ class _Level:
 
     def context(self, ctx: np.ndarray):
         pos, hit = self._find(self.ctx, ctx)
-        pick = lambda a: np.where(hit, a[pos], 0.0)  # noqa: E731
+        pick = lambda a: np.where(hit, a[pos], 0.0)
         return pick(self.total), pick(self.n1), pick(self.n2), pick(self.n3)
 
     def discount(self, c: np.ndarray) -> np.ndarray:
@@ -167,7 +167,7 @@ def kn_baselines(tok, context: int, eval_tokens: int | None, orders=(3, 4)) -> d
                             "test_bpb": round(test * len(tt) / math.log(2) / bytes_t, 4)}
         disc[f"kn{n}"] = [[round(x, 4) for x in level.d] for level in model.levels]
     return {"models": models, "bytes": {"valid": bytes_v, "test": bytes_t},
-            "targets": {"valid": int(len(tv)), "test": int(len(tt))}, "discounts": disc,
+            "targets": {"valid": len(tv), "test": len(tt)}, "discounts": disc,
             "method": "interpolated modified Kneser-Ney (Chen & Goodman), discounts per order from count-of-counts, "
                       "uniform floor 1/V, counts from the train split"}
 
