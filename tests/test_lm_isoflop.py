@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from rag.config import RagError
-from rag.lm.isoflop import GridSettings, RunSpec, fit_parabola, fit_power, heads_for, run_tokens
+from rag.lm.isoflop import GridSettings, RunSpec, heads_for, run_tokens
+from rag.lm.isoflop_fit import fit_parabola, fit_power
 
 TINY = ["--layers", "1", "--heads", "2", "--vocab", "400", "--context", "32", "--batch", "8", "--eval-tokens", "1024",
         "--slices", "3"]

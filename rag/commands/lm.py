@@ -244,129 +244,98 @@ def lr_scan_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
 GRID_HELP = "Grid folder (resumable: finished runs are reused, killed ones resume; later calls add runs)."
 
 
-def _grid(corpus, vocab, layers, heads, context, batch, precision, eval_tokens, slices, mode, patience=None):
-    from rag.config import RagError
-    from rag.lm.isoflop import GridSettings
-    from rag.lm.runtime import PRECISIONS
-
-    if precision not in PRECISIONS or precision == "auto":
-        raise RagError(f"--precision must be one of fp32, bf16, bf16-head (one precision for every d), got {precision!r}")
-    return GridSettings(corpus=corpus, vocab=vocab, layers=layers, heads=heads, context=context, batch=batch,
-                        precision=precision, eval_tokens=eval_tokens, slices=slices, mode=mode, patience=patience,
-                        slice_eval_tokens=min(8192, eval_tokens))
-
-
 def _grid_run(settings, budgets, dims, seeds, factors, out, parallel, threads, as_json, kn_orders="3,4"):
-    from rag.lm.isoflop import RunSpec, parse_list, run_grid, summarize
-    from rag.lm.kn import grid_baselines
-
-    dim_list = parse_list(dims, "--dims")
-    seed_list = parse_list(seeds, "--seeds", positive=False)
-    factor_list = parse_list(factors, "--lr-factors", float)
-    specs = [RunSpec(b, d, s, f) for b in budgets for d in dim_list for s in seed_list for f in factor_list]
-    _positive_out(out)
     from pathlib import Path
 
+    from rag.lm.isoflop import parse_list, run_grid, specs_for, summarize
+    from rag.lm.isoflop_fit import fit_lines
+    from rag.lm.kn import grid_baselines
     from rag.lm.sweep import check_out
 
-    check_out(Path(out))
+    specs = specs_for(budgets, parse_list(dims, "--dims"), parse_list(seeds, "--seeds", positive=False),
+                      parse_list(factors, "--lr-factors", float))
+    check_out(Path(_positive_out(out)))
     say = (lambda r: None) if as_json else (lambda r: console.print(f"{'reused' if r['reused'] else 'done'}: {r['name']}"))
     run_grid(settings, specs, out, parallel=parallel, threads=threads, on_done=say)
     base = grid_baselines(settings, Path(out), parse_list(kn_orders, "--kn-orders")) if kn_orders else None
     data = summarize(out, base)
     if as_json:
         return print_json({k: data[k] for k in ("settings", "fits", "lr_check", "baselines", "wall_s_total")})
-    for key, e in sorted((data.get("fits") or {}).get("budgets", {}).items(), key=lambda kv: float(kv[0])):
-        f = e.get("val", {})
-        console.print(f"C={float(key):.3g}: " + (f"d_opt {f['d_opt']:.0f} (95%: {f['d_lo']:.0f} to {f['d_hi']:.0f}), "
-                                                 f"min val bpb {f['y_opt']:.4f} (95%: {f['y_lo']:.4f} to {f['y_hi']:.4f})"
-                                                 f"{'' if f['bracketed'] else ' (NOT bracketed by 2 points each side)'}"
-                                                 if f.get("ok") else f.get("why", "fewer than 3 d")), markup=False)
+    for line in fit_lines(data):
+        console.print(line, markup=False)
     console.print(f"summary: {Path(out) / 'summary.md'}")
+
+
+O = typer.Option  # the grid commands' options, one line each where they fit
 
 
 @app.command("isoflop")
 @handle_errors
-def isoflop_cmd(budgets: str = typer.Option("1e12,3e12,1e13", help="Training FLOPs per run, comma-separated."),
-                dims: str = typer.Option("32,48,64,96,128,192,256", help="Comma-separated d."),
-                seeds: str = typer.Option("1337", help="Comma-separated seeds (each (budget, d) once per seed)."),
-                lr_factors: str = typer.Option("1", help="Multiples of the LR rule 2e-3·sqrt(128/d) (an LR check: 0.5,1,2)."),
-                corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
-                layers: int = typer.Option(6, min=1), heads: int = typer.Option(8, min=1, help="Heads (fewer where d/heads < 8)."),
-                vocab: int = typer.Option(10000, min=257, max=65535), context: int = typer.Option(128, min=2),
-                batch: int = typer.Option(16, min=1), precision: str = typer.Option("fp32", help="fp32, bf16 or bf16-head: one for every d."),
-                eval_tokens: int = typer.Option(32768, min=256, help="Valid/test targets scored per run."),
-                slices: int = typer.Option(8, min=1, help="Validation checkpoints per run (the best is scored)."),
-                parallel: int = typer.Option(1, min=1, help="Runs at a time (worker processes)."),
-                threads: int = typer.Option(1, min=1, help="torch threads per run."),
-                kn_orders: str = typer.Option("3,4", help="Modified Kneser-Ney baselines to score on the same targets ('' for none)."),
-                out: str = typer.Option("docs/lm/isoflop", help=GRID_HELP),
-                as_json: bool = typer.Option(False, "--json")):
+def isoflop_cmd(budgets: str = O("1e12,3e12,1e13", help="Training FLOPs per run, comma-separated."),
+                dims: str = O("32,48,64,96,128,192,256", help="Comma-separated d."),
+                seeds: str = O("1337", help="Comma-separated seeds (each (budget, d) once per seed)."),
+                lr_factors: str = O("1", help="Multiples of the LR rule 2e-3·sqrt(128/d) (an LR check: 0.5,1,2)."),
+                corpus: str = O("wiki-lm", help=CORPUS_HELP), layers: int = O(6, min=1),
+                heads: int = O(8, min=1, help="Heads (fewer where d/heads < 8)."),
+                vocab: int = O(10000, min=257, max=65535), context: int = O(128, min=2), batch: int = O(16, min=1),
+                precision: str = O("fp32", help="fp32, bf16 or bf16-head: one for every d."),
+                eval_tokens: int = O(32768, min=256, help="Valid/test targets scored per run."),
+                slices: int = O(8, min=1, help="Validation checkpoints per run (the best is scored)."),
+                parallel: int = O(1, min=1, help="Runs at a time (worker processes)."),
+                threads: int = O(1, min=1, help="torch threads per run."),
+                kn_orders: str = O("3,4", help="Modified Kneser-Ney orders scored on the same targets ('' for none)."),
+                out: str = O("docs/lm/isoflop", help=GRID_HELP), as_json: bool = O(False, "--json")):
     """Iso-FLOP curves: train every d at every FLOP budget, fit a parabola in ln d per budget, then d_opt(C), loss(C)."""
-    from rag.lm.isoflop import parse_budgets
+    from rag.lm.isoflop import grid_settings, parse_budgets
 
-    settings = _grid(corpus, vocab, layers, heads, context, batch, precision, eval_tokens, slices, "flops")
+    settings = grid_settings(corpus, vocab, layers, heads, context, batch, precision, eval_tokens, slices, "flops")
     _grid_run(settings, parse_budgets(budgets), dims, seeds, lr_factors, out, parallel, threads, as_json, kn_orders)
 
 
 @app.command("token-curve")
 @handle_errors
-def token_curve_cmd(tokens: int = typer.Option(..., min=1, help="Training tokens for every d."),
-                    dims: str = typer.Option("32,64,128,256", help="Comma-separated d."),
-                    patience: int = typer.Option(3, min=1, help="Early stopping: validation checks without improvement."),
-                    seeds: str = typer.Option("1337"), corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
-                    layers: int = typer.Option(6, min=1), heads: int = typer.Option(8, min=1),
-                    vocab: int = typer.Option(10000, min=257, max=65535), context: int = typer.Option(128, min=2),
-                    batch: int = typer.Option(16, min=1), precision: str = typer.Option("fp32"),
-                    eval_tokens: int = typer.Option(32768, min=256), slices: int = typer.Option(12, min=1),
-                    parallel: int = typer.Option(1, min=1), threads: int = typer.Option(1, min=1),
-                    kn_orders: str = typer.Option("3,4"),
-                    out: str = typer.Option("docs/lm/token_curve", help=GRID_HELP),
-                    as_json: bool = typer.Option(False, "--json")):
+def token_curve_cmd(tokens: int = O(..., min=1, help="Training tokens for every d."),
+                    dims: str = O("32,64,128,256", help="Comma-separated d."),
+                    patience: int = O(3, min=1, help="Early stopping: validation checks without improvement."),
+                    seeds: str = O("1337"), corpus: str = O("wiki-lm", help=CORPUS_HELP), layers: int = O(6, min=1),
+                    heads: int = O(8, min=1), vocab: int = O(10000, min=257, max=65535), context: int = O(128, min=2),
+                    batch: int = O(16, min=1), precision: str = O("fp32"), eval_tokens: int = O(32768, min=256),
+                    slices: int = O(12, min=1), parallel: int = O(1, min=1), threads: int = O(1, min=1),
+                    kn_orders: str = O("3,4"), out: str = O("docs/lm/token_curve", help=GRID_HELP),
+                    as_json: bool = O(False, "--json")):
     """Token-matched curve: every d sees the same training tokens; best validation bpb (early stopping) against d."""
-    settings = _grid(corpus, vocab, layers, heads, context, batch, precision, eval_tokens, slices, "tokens", patience)
+    from rag.lm.isoflop import grid_settings
+
+    settings = grid_settings(corpus, vocab, layers, heads, context, batch, precision, eval_tokens, slices, "tokens",
+                             patience)
     _grid_run(settings, [float(tokens)], dims, seeds, "1", out, parallel, threads, as_json, kn_orders)
 
 
 @app.command("precision-probe")
 @handle_errors
-def precision_probe_cmd(dims: str = typer.Option("16,32,64,128,256"), threads: int = typer.Option(1, min=1),
-                        steps: int = typer.Option(5, min=3), out: str = typer.Option(None, help="Also write JSON here."),
-                        as_json: bool = typer.Option(False, "--json")):
+def precision_probe_cmd(dims: str = O("16,32,64,128,256"), threads: int = O(1, min=1), steps: int = O(5, min=3),
+                        out: str = O(None, help="Also write JSON here."), as_json: bool = O(False, "--json")):
     """fp32 against bf16 autocast training throughput at each d (how the grid's one precision was chosen)."""
-    import json
-    from pathlib import Path
+    from rag.lm.isoflop import parse_list, precision_probe, probe_line
 
-    from rag.lm.isoflop import parse_list, precision_probe
-
-    rows = precision_probe(parse_list(dims, "--dims"), threads=threads, steps=steps)
-    if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps(rows, indent=1))
+    rows = precision_probe(parse_list(dims, "--dims"), threads=threads, steps=steps, out=out)
     if as_json:
         return print_json(rows)
-    for r in rows:
-        console.print(f"d={r['dim']} ({r['heads']} heads): fp32 {r['fp32_tokens_per_s']} tok/s, bf16 autocast "
-                      f"{r['bf16_tokens_per_s']} tok/s ({r['bf16_speedup']}x), load {r['loadavg']}")
+    console.print("\n".join(probe_line(r) for r in rows))
 
 
 @app.command("kn")
 @handle_errors
-def kn_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP), orders: str = typer.Option("3,4"),
-           vocab: int = typer.Option(10000, min=257, max=65535), context: int = typer.Option(128, min=2),
-           eval_tokens: int = typer.Option(0, min=0, help="Valid/test targets (the LMs' first N; 0: whole split)."),
-           as_json: bool = typer.Option(False, "--json")):
+def kn_cmd(corpus: str = O("wiki-lm", help=CORPUS_HELP), orders: str = O("3,4"), vocab: int = O(10000, min=257, max=65535),
+           context: int = O(128, min=2), eval_tokens: int = O(0, min=0, help="Valid/test targets (the LMs' first N; 0: all)."),
+           as_json: bool = O(False, "--json")):
     """Interpolated modified Kneser-Ney n-gram baselines (Chen & Goodman) in bits per byte on the LMs' targets."""
     from rag.lm.data import prepare
     from rag.lm.isoflop import parse_list
-    from rag.lm.kn import kn_baselines
+    from rag.lm.kn import kn_baselines, kn_lines
 
     res = kn_baselines(prepare(corpus, vocab), context, eval_tokens or None, parse_list(orders, "--orders"))
-    if as_json:
-        return print_json(res)
-    for name, m in res["models"].items():
-        console.print(f"{name}: val {m['val_bpb']:.4f} bpb (ppl {m['val_ppl']:.1f}), test {m['test_bpb']:.4f} bpb "
-                      f"(ppl {m['test_ppl']:.1f}); discounts {res['discounts'][name]}")
+    print_json(res) if as_json else console.print("\n".join(kn_lines(res)), markup=False)
 
 
 @app.command("info")

@@ -197,6 +197,16 @@ def summary_md(data: dict, out: Path | None = None) -> str:
                 p = sc[name]
                 lines.append(f"\n{what} = {p['A']:.4g} · C^{p['k']:.4f}, exponent 95% [{p['k_lo']:.4f}, {p['k_hi']:.4f}] "
                              f"over {p['n']} budgets.")
+    if data.get("seed_comparison"):
+        lines += ["", "## Seeds: is the best d distinguishable from its neighbours? (Welch t-test)", "",
+                  "| budget | best d (mean ± sd, n) | other d (mean ± sd, n) | split | difference (bpb) | p |",
+                  "|---|---|---|---|---|---|"]
+        for c in data["seed_comparison"]:
+            for split in ("val", "test"):
+                v = c[split]
+                lines.append(f"| {_c(c['budget'])} | {c['best_dim']}: {v['best_mean']:.4f} ± {v['best_sd']:.4f} "
+                             f"({v['n_best']}) | {c['dim']}: {v['mean']:.4f} ± {v['sd']:.4f} ({v['n']}) | {split} | "
+                             f"{v['diff']:+.4f} | {v['p']:.3g} |")
     if data.get("lr_check"):
         lines += ["", "## LR check", "", "| budget | d | LR× | LR | val bpb | best | rule − best (bpb) |", "|---|---|---|---|---|---|---|"]
         for row in data["lr_check"]:

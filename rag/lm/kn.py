@@ -172,6 +172,11 @@ def kn_baselines(tok, context: int, eval_tokens: int | None, orders=(3, 4)) -> d
                       "uniform floor 1/V, counts from the train split"}
 
 
+def kn_lines(res: dict) -> list[str]:
+    return [f"{name}: val {m['val_bpb']:.4f} bpb (ppl {m['val_ppl']:.1f}), test {m['test_bpb']:.4f} bpb "
+            f"(ppl {m['test_ppl']:.1f}); discounts per order {res['discounts'][name]}" for name, m in res["models"].items()]
+
+
 def grid_baselines(settings, out, orders) -> dict:
     """KN (and the old additive) baselines on a grid's evaluation targets, cached in out/baselines.json."""
     import json
