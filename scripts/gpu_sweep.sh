@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
-# The token-matched LM d-sweep on one GPU, plus exact-search timings (torch matmul + top-k), into one folder.
+# The LM study on one GPU: the token-matched d-sweep, the iso-FLOP grid at 100-1000x the CPU budgets, and
+# exact-search timings (torch matmul + top-k), into one folder.
 #
 #   scripts/gpu_sweep.sh [OUT]          default OUT=results/lm_gpu
 #
-# Every d (128, 256, 512, 1024; tied head, learned positions) sees EPOCHS (10) passes over wiki-lm.
-# Sized for one H200: about 2.5M tokens per epoch (wiki-lm: 1.77M), the d=1024 model has 86M parameters;
-# batch 64 x 128 tokens, no torch.compile (its compile time would not pay back at this size).
-# Writes OUT/sweep/{results.csv,results.json,report.md,*.png} and OUT/search_timings.{json,md}.
+# Real token counts (wiki-lm, BPE-10k): the train split is 1,773,130 tokens (1.77M); valid 0.09M, test 0.12M.
+# 1) Token-matched sweep: every d (128, 256, 512, 1024; tied head, learned positions) sees EPOCHS (10) passes,
+#    i.e. 17.7M training tokens per d; the d=1024 model has 86M parameters. Batch 64 x 128 tokens, no torch.compile.
+# 2) Iso-FLOP grid (rag lm isoflop): budgets GRID_BUDGETS (1e14, 3e14, 1e15 FLOPs: 100x the CPU grid's 1e12, 3e12
+#    and 1e13; add 1e16 for 1000x), d in GRID_DIMS (16..512), one precision (GRID_PRECISION, bf16 on the GPU) for
+#    every d, batch GRID_BATCH (16 x 128, as on the CPU). Tokens per run = C / (training FLOPs per token):
+#    at 1e15 FLOPs d=32 sees 376M tokens (212 epochs: the corpus repeats), d=128 63M (35 epochs), d=512 6.7M
+#    (3.8 epochs); at 1e14 d=128 sees 6.3M tokens (3.5 epochs). These budgets exceed what the corpus holds for small
+#    d: read the GPU iso-FLOP figures as multi-epoch results.
+# Writes OUT/sweep/{results.csv,results.json,report.md,*.png}, OUT/isoflop/{runs.csv,isoflop.json,summary.md,*.png}
+# and OUT/search_timings.{json,md}.
 # Environment (the test suite uses these for a tiny CPU run so the script cannot rot):
-#   PYTHON, CORPUS, DIMS, EPOCHS, TOKENS (overrides EPOCHS), BATCH, EXTRA_ARGS, SEARCH_N, SEARCH_Q, SEARCH_DIMS
+#   PYTHON, CORPUS, DIMS, EPOCHS, TOKENS (overrides EPOCHS), BATCH, EXTRA_ARGS, SEARCH_N, SEARCH_Q, SEARCH_DIMS,
+#   GRID_BUDGETS, GRID_DIMS, GRID_BATCH, GRID_PRECISION, GRID_EXTRA ("" skips nothing; GRID_BUDGETS=none skips the grid)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-results/lm_gpu}
@@ -28,6 +37,14 @@ RESUME=(); [ -f "$OUT/sweep/sweep.json" ] && RESUME=(--resume)
 "$PYTHON" -m rag.commands.lm sweep --corpus "$CORPUS" --dims "$DIMS" --budget tokens "${BUDGET[@]}" \
   --tie --pos learned --batch "$BATCH" --compile off --eval-tokens 0 --yes "${RESUME[@]}" \
   --out "$OUT/sweep" ${EXTRA_ARGS:-}
+
+GRID_BUDGETS=${GRID_BUDGETS:-1e14,3e14,1e15}
+if [ "$GRID_BUDGETS" != none ]; then
+  # shellcheck disable=SC2086  # GRID_EXTRA is a list of options
+  "$PYTHON" -m rag.commands.lm isoflop --corpus "$CORPUS" --budgets "$GRID_BUDGETS" \
+    --dims "${GRID_DIMS:-16,24,32,48,64,96,128,192,256,384,512}" --batch "${GRID_BATCH:-16}" \
+    --precision "${GRID_PRECISION:-bf16}" --out "$OUT/isoflop" ${GRID_EXTRA:-}
+fi
 
 SEARCH_N=$SEARCH_N SEARCH_Q=$SEARCH_Q SEARCH_DIMS=$SEARCH_DIMS OUT=$OUT "$PYTHON" - <<'PY'
 """Exact inner-product search timed on the training device: scores = Q @ X.T in chunks, then top-10."""

@@ -241,6 +241,103 @@ def lr_scan_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
     console.print(f"scan: {scan['report']}")
 
 
+GRID_HELP = "Grid folder (resumable: finished runs are reused, killed ones resume; later calls add runs)."
+
+
+def _grid_run(settings, budgets, dims, seeds, factors, out, parallel, threads, as_json, kn_orders="3,4"):
+    from pathlib import Path
+
+    from rag.lm.isoflop import parse_list, run_grid, specs_for, summarize
+    from rag.lm.isoflop_fit import fit_lines
+    from rag.lm.kn import grid_baselines
+    from rag.lm.sweep import check_out
+
+    specs = specs_for(budgets, parse_list(dims, "--dims"), parse_list(seeds, "--seeds", positive=False),
+                      parse_list(factors, "--lr-factors", float))
+    check_out(Path(_positive_out(out)))
+    say = (lambda r: None) if as_json else (lambda r: console.print(f"{'reused' if r['reused'] else 'done'}: {r['name']}"))
+    run_grid(settings, specs, out, parallel=parallel, threads=threads, on_done=say)
+    base = grid_baselines(settings, Path(out), parse_list(kn_orders, "--kn-orders")) if kn_orders else None
+    data = summarize(out, base)
+    if as_json:
+        return print_json({k: data[k] for k in ("settings", "fits", "lr_check", "baselines", "wall_s_total")})
+    for line in fit_lines(data):
+        console.print(line, markup=False)
+    console.print(f"summary: {Path(out) / 'summary.md'}")
+
+
+O = typer.Option  # the grid commands' options, one line each where they fit
+
+
+@app.command("isoflop")
+@handle_errors
+def isoflop_cmd(budgets: str = O("1e12,3e12,1e13", help="Training FLOPs per run, comma-separated."),
+                dims: str = O("32,48,64,96,128,192,256", help="Comma-separated d."),
+                seeds: str = O("1337", help="Comma-separated seeds (each (budget, d) once per seed)."),
+                lr_factors: str = O("1", help="Multiples of the LR rule 2e-3·sqrt(128/d) (an LR check: 0.5,1,2)."),
+                corpus: str = O("wiki-lm", help=CORPUS_HELP), layers: int = O(6, min=1),
+                heads: int = O(8, min=1, help="Heads (fewer where d/heads < 8)."),
+                vocab: int = O(10000, min=257, max=65535), context: int = O(128, min=2), batch: int = O(16, min=1),
+                precision: str = O("fp32", help="fp32, bf16 or bf16-head: one for every d."),
+                eval_tokens: int = O(32768, min=256, help="Valid/test targets scored per run."),
+                slices: int = O(8, min=1, help="Validation checkpoints per run (the best is scored)."),
+                parallel: int = O(1, min=1, help="Runs at a time (worker processes)."),
+                threads: int = O(1, min=1, help="torch threads per run."),
+                kn_orders: str = O("3,4", help="Modified Kneser-Ney orders scored on the same targets ('' for none)."),
+                out: str = O("docs/lm/isoflop", help=GRID_HELP), as_json: bool = O(False, "--json")):
+    """Iso-FLOP curves: train every d at every FLOP budget, fit a parabola in ln d per budget, then d_opt(C), loss(C)."""
+    from rag.lm.isoflop import grid_settings, parse_budgets
+
+    settings = grid_settings(corpus, vocab, layers, heads, context, batch, precision, eval_tokens, slices, "flops")
+    _grid_run(settings, parse_budgets(budgets), dims, seeds, lr_factors, out, parallel, threads, as_json, kn_orders)
+
+
+@app.command("token-curve")
+@handle_errors
+def token_curve_cmd(tokens: int = O(..., min=1, help="Training tokens for every d."),
+                    dims: str = O("32,64,128,256", help="Comma-separated d."),
+                    patience: int = O(3, min=1, help="Early stopping: validation checks without improvement."),
+                    seeds: str = O("1337"), corpus: str = O("wiki-lm", help=CORPUS_HELP), layers: int = O(6, min=1),
+                    heads: int = O(8, min=1), vocab: int = O(10000, min=257, max=65535), context: int = O(128, min=2),
+                    batch: int = O(16, min=1), precision: str = O("fp32"), eval_tokens: int = O(32768, min=256),
+                    slices: int = O(12, min=1), parallel: int = O(1, min=1), threads: int = O(1, min=1),
+                    kn_orders: str = O("3,4"), out: str = O("docs/lm/token_curve", help=GRID_HELP),
+                    as_json: bool = O(False, "--json")):
+    """Token-matched curve: every d sees the same training tokens; best validation bpb (early stopping) against d."""
+    from rag.lm.isoflop import grid_settings
+
+    settings = grid_settings(corpus, vocab, layers, heads, context, batch, precision, eval_tokens, slices, "tokens",
+                             patience)
+    _grid_run(settings, [float(tokens)], dims, seeds, "1", out, parallel, threads, as_json, kn_orders)
+
+
+@app.command("precision-probe")
+@handle_errors
+def precision_probe_cmd(dims: str = O("16,32,64,128,256"), threads: int = O(1, min=1), steps: int = O(5, min=3),
+                        out: str = O(None, help="Also write JSON here."), as_json: bool = O(False, "--json")):
+    """fp32 against bf16 autocast training throughput at each d (how the grid's one precision was chosen)."""
+    from rag.lm.isoflop import parse_list, precision_probe, probe_line
+
+    rows = precision_probe(parse_list(dims, "--dims"), threads=threads, steps=steps, out=out)
+    if as_json:
+        return print_json(rows)
+    console.print("\n".join(probe_line(r) for r in rows))
+
+
+@app.command("kn")
+@handle_errors
+def kn_cmd(corpus: str = O("wiki-lm", help=CORPUS_HELP), orders: str = O("3,4"), vocab: int = O(10000, min=257, max=65535),
+           context: int = O(128, min=2), eval_tokens: int = O(0, min=0, help="Valid/test targets (the LMs' first N; 0: all)."),
+           as_json: bool = O(False, "--json")):
+    """Interpolated modified Kneser-Ney n-gram baselines (Chen & Goodman) in bits per byte on the LMs' targets."""
+    from rag.lm.data import prepare
+    from rag.lm.isoflop import parse_list
+    from rag.lm.kn import kn_baselines, kn_lines
+
+    res = kn_baselines(prepare(corpus, vocab), context, eval_tokens or None, parse_list(orders, "--orders"))
+    print_json(res) if as_json else console.print("\n".join(kn_lines(res)), markup=False)
+
+
 @app.command("info")
 @handle_errors
 def info_cmd(dim: int = typer.Option(256), vocab: int = typer.Option(10000), layers: int = typer.Option(6),

@@ -1,6 +1,10 @@
-"""Count-based baselines on the same BPE tokens as the transformers: unigram, interpolated bigram and trigram.
+"""Simple count baselines on the same BPE tokens as the transformers: add-1/2 unigram, and bigram and trigram
+interpolated with one additive constant per order (Dirichlet-prior smoothing: the weight of the lower order is
+k/(c(context)+k), the same k for every context). This is not Witten-Bell (which would set k per context to the
+number of distinct followers) and not Kneser-Ney; the strong baselines are the modified Kneser-Ney models of
+rag.lm.kn.
 
-Fitted on the train split only. Interpolation (Witten-Bell style, one constant per order):
+Fitted on the train split only:
     p1(w)       = (c(w) + 0.5) / (N + 0.5 V)
     p2(w | v)   = (c(v,w) + k2 p1(w)) / (c(v) + k2)
     p3(w | u,v) = (c(u,v,w) + k3 p2(w | v)) / (c(u,v) + k3)

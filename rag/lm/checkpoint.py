@@ -4,6 +4,7 @@ Layout of a run directory:
   config.json         model + training configuration (written at start)
   tokenizer.json      the BPE tokenizer the run was trained with
   ckpt/model.safetensors, ckpt/optimizer.pt, ckpt/state.json   the last completed slice
+  best/model.safetensors, best/state.json   the best validation slice so far (with best_val)
   curve.jsonl         one line per logged step: {"step", "tokens", "loss", "lr"[, "val_loss"]}
   result.json         the final figures (written when the run completes)
 A checkpoint is written into ckpt.new/ and swapped in by rename, so a kill leaves a whole one.
@@ -51,6 +52,27 @@ def save(run: Path, model, optimizer, state: dict) -> None:
         cur.rename(old)
     new.rename(cur)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def best_dir(run: Path) -> Path:
+    return Path(run) / "best"
+
+
+def save_best(run: Path, model, state: dict) -> None:
+    """The best-validation weights so far into run/best/ (written beside, swapped in by rename)."""
+    from safetensors.torch import save_file
+
+    run = Path(run)
+    new, cur = run / "best.new", best_dir(run)
+    shutil.rmtree(new, ignore_errors=True)
+    new.mkdir(parents=True)
+    weights = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    if model.cfg.tie:
+        weights.pop("head.weight", None)
+    save_file(weights, str(new / "model.safetensors"), metadata={"config": json.dumps(model.cfg.to_dict())})
+    (new / "state.json").write_text(json.dumps({"step": state.get("best_step"), "val_loss": state.get("best_val_loss")}))
+    shutil.rmtree(cur, ignore_errors=True)
+    new.rename(cur)
 
 
 def read_json(path: Path, fresh: str) -> dict:

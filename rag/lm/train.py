@@ -33,7 +33,8 @@ class TrainConfig:
     minutes: float | None = None
     lr: float | None = None          # None: 2e-3 * sqrt(128 / d)
     min_lr_ratio: float = 0.1
-    warmup: int | None = None        # None: 10% of the steps, at most 100
+    warmup: int | None = None        # None: warmup_frac of the steps if given, else 10% of the steps, at most 100
+    warmup_frac: float | None = None # warm-up as a fixed fraction of each run's steps (the iso-FLOP grid: 0.1)
     weight_decay: float = 0.1
     clip: float = 1.0
     seed: int = 1337
@@ -45,6 +46,9 @@ class TrainConfig:
     compile: str = "auto"            # auto | on | off
     samples: int = 3                 # generated sentences at the end
     resume: bool = False
+    best_val: bool = False           # score the best validation checkpoint (of the slice evaluations) on valid/test
+    patience: int | None = None      # early stopping: stop after this many slice evaluations without improvement
+    measure_peak: bool = True        # measure the matmul peaks for MFU at the end (a few seconds per process)
 
     def learning_rate(self) -> float:
         return self.lr if self.lr is not None else 2e-3 * math.sqrt(128 / self.model.dim)
@@ -56,6 +60,27 @@ def lr_at(step: int, total: int, warmup: int, peak: float, min_ratio: float) -> 
         return peak * (step + 1) / warmup
     progress = min(1.0, (step - warmup) / max(1, total - warmup))
     return peak * (min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def warmup_steps(cfg: TrainConfig, total: int) -> int:
+    """Warm-up steps: given, or a fixed fraction of the run, or (the old default) 10% capped at 100."""
+    if cfg.warmup is not None:
+        return cfg.warmup
+    if cfg.warmup_frac is not None:
+        return max(1, round(cfg.warmup_frac * total))
+    return min(100, max(1, total // 10))
+
+
+def track_best(state: dict, val_loss: float, step: int, patience: int | None) -> bool:
+    """Record the best slice validation loss in state; True when early stopping should end the run."""
+    if state.get("best_val_loss") is None or val_loss < state["best_val_loss"]:
+        state["best_val_loss"], state["best_step"], state["evals_since_best"] = val_loss, step, 0
+    else:
+        state["evals_since_best"] = state.get("evals_since_best", 0) + 1
+    if patience is not None and state["evals_since_best"] >= patience:
+        state["stopped_early_at"] = step
+        return True
+    return False
 
 
 def make_optimizer(model, cfg: TrainConfig, device: str):
@@ -143,7 +168,7 @@ def train(cfg: TrainConfig, progress=None) -> dict:
     state = start_or_resume(cfg, mcfg, out, state, rt, tok, model, optimizer, tokens_per_step)
     total = state["total_steps"]
     every = max(1, math.ceil(total / max(cfg.slices, math.ceil(cfg.epochs or 0))))
-    warmup = cfg.warmup if cfg.warmup is not None else min(100, max(1, total // 10))
+    warmup = warmup_steps(cfg, total)
     state["warmup"] = warmup
     step_model = torch.compile(model) if rt.compile else model
     if rt.world > 1:
@@ -155,7 +180,7 @@ def train(cfg: TrainConfig, progress=None) -> dict:
     curve = open(out / "curve.jsonl", "a") if rt.main else None
     model.train()
     try:
-        for step in range(state["step"], total):
+        for step in range(total if state.get("stopped_early_at") else state["step"], total):
             t0 = time.perf_counter()
             lr = lr_at(step, total, warmup, cfg.learning_rate(), cfg.min_lr_ratio)
             for group in optimizer.param_groups:
@@ -167,10 +192,15 @@ def train(cfg: TrainConfig, progress=None) -> dict:
             if (step + 1) % every == 0 or step + 1 == total:
                 row["val_loss"] = round(evaluate(model, tok.ids["valid"], rt, cfg.batch, cfg.slice_eval_tokens), 5)
                 state["step"] = step + 1
+                stop = track_best(state, row["val_loss"], step + 1, cfg.patience)
                 if rt.main:
                     curve.write(json.dumps(row) + "\n")
                     curve.flush()
+                    if cfg.best_val and state["best_step"] == step + 1:
+                        ckpt.save_best(out, model, state)
                     ckpt.save(out, model, optimizer, state)
+                if stop:
+                    break
             elif rt.main:
                 curve.write(json.dumps(row) + "\n")
                 curve.flush()
@@ -181,6 +211,8 @@ def train(cfg: TrainConfig, progress=None) -> dict:
         if curve:
             curve.close()
     peak_mem = peak_memory(rt.device)
+    if cfg.best_val and state.get("best_step") and state["best_step"] != state["step"]:
+        ckpt.load_weights(model, ckpt.best_dir(out))  # score the best validation checkpoint, not the last
     result = finish(model, tok, cfg, rt, state, tokens_per_step, peak_mem)
     if rt.world > 1:
         write_rank_checksum(model, out, rt.rank)
@@ -274,8 +306,11 @@ def finish(model, tok, cfg: TrainConfig, rt: Runtime, state: dict, tokens_per_st
     base = baseline_figures(tok, mcfg.context, cfg.eval_tokens)
     tokens_seen = state["step"] * tokens_per_step
     rate = tokens_seen / max(1e-9, state["train_s"])
-    peak, peak_source = flops_peak(rt)
-    peaks = both_peaks(rt.device)
+    if cfg.measure_peak:
+        peak, peak_source = flops_peak(rt)
+        peaks = both_peaks(rt.device)
+    else:  # MFU not wanted (the iso-FLOP grid): skip the matmul peak measurement
+        peak, peak_source, peaks = float("nan"), "not measured", {"fp32": float("nan"), "bf16": float("nan")}
     achieved = acc["flops_per_token"] * rate
     bits = lambda nats, split: nats * base["targets"][split] / math.log(2) / base["bytes"][split]  # noqa: E731
     bigram = base["models"]["bigram"]
@@ -291,13 +326,18 @@ def finish(model, tok, cfg: TrainConfig, rt: Runtime, state: dict, tokens_per_st
         "bigram_test_ppl": bigram["test_ppl"], "vs_bigram_test_ppl": round(math.exp(test) / bigram["test_ppl"], 3),
         "epoch_s": round(len(tok.ids["train"]) / rate, 1), "tokens_per_s": round(rate, 1), "peak_mem_bytes": peak_mem,
         "flops_per_token": acc["flops_per_token"], "achieved_flops": round(achieved),
-        "mfu": round(achieved / peak, 4), "mfu_fp32": round(achieved / peaks["fp32"], 4),
+        "mfu": round(achieved / peak, 4) if peak == peak else None,
+        "mfu_fp32": round(achieved / peaks["fp32"], 4) if peaks["fp32"] == peaks["fp32"] else None,
         "mfu_bf16": round(achieved / peaks["bf16"], 4) if peaks["bf16"] == peaks["bf16"] else None,
         "device": rt.describe(),
         # extras (results.json only)
         "train_s": round(state["train_s"], 1), "steps": state["step"], "batch": cfg.batch, "context": mcfg.context,
-        "lr": cfg.learning_rate(), "warmup_steps": state.get("warmup"), "peak_flops": round(peak), "peak_source": peak_source,
-        "peak_fp32_flops": round(peaks["fp32"]),
+        "lr": cfg.learning_rate(), "warmup_steps": state.get("warmup"), "total_steps": state["total_steps"],
+        "best_step": state.get("best_step"), "best_slice_val_loss": state.get("best_val_loss"),
+        "stopped_early_at": state.get("stopped_early_at"), "scored": "best-val" if cfg.best_val else "last",
+        "seed": cfg.seed, "precision": rt.precision,
+        "peak_flops": round(peak) if peak == peak else None, "peak_source": peak_source,
+        "peak_fp32_flops": round(peaks["fp32"]) if peaks["fp32"] == peaks["fp32"] else None,
         "peak_bf16_flops": round(peaks["bf16"]) if peaks["bf16"] == peaks["bf16"] else None,
         "eval_tokens": {"valid": eval_token_count(tok.ids["valid"], mcfg.context, cfg.eval_tokens),
                         "test": eval_token_count(tok.ids["test"], mcfg.context, cfg.eval_tokens)},

@@ -1,0 +1,254 @@
+"""Fits and summaries of an iso-FLOP grid folder (rag.lm.isoflop): per-budget parabolas in ln d, the d_opt(C)
+and loss(C) power laws, the seed comparison, the LR check, and the files summarize() writes."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+
+def collect(out: str | Path) -> list[dict]:
+    """One row per finished run in a grid folder."""
+    out = Path(out)
+    rows = []
+    for res in sorted(out.glob("C*/d*-s*-x*/result.json")):
+        run = res.parent
+        r = json.loads(res.read_text())
+        _, s, x = run.name[1:].split("-")
+        prov = json.loads((run / "provenance.json").read_text()) if (run / "provenance.json").exists() else {}
+        budget = float(run.parent.name[1:])
+        rows.append({"budget": budget, "dim": r["dim"], "heads": r["heads"], "seed": int(s[1:]), "factor": float(x[1:]),
+                     "lr": r["lr"], "params": r["params"], "tokens": r["tokens_seen"], "train_flops": r["train_flops"],
+                     "steps": r["steps"], "total_steps": r.get("total_steps"), "warmup_steps": r["warmup_steps"],
+                     "best_step": r.get("best_step"), "stopped_early_at": r.get("stopped_early_at"),
+                     "val_loss": r["val_loss"], "test_loss": r["test_loss"], "val_bpb": r["val_bpb"],
+                     "test_bpb": r["test_bpb"], "test_ppl": r["test_ppl"], "precision": r.get("precision"),
+                     "train_s": r["train_s"], "wall_s": prov.get("wall_s"), "threads": prov.get("threads"),
+                     "parallel": prov.get("parallel"), "resumed": prov.get("resumed"),
+                     "loadavg_start": (prov.get("loadavg_start") or [None])[0],
+                     "loadavg_end": (prov.get("loadavg_end") or [None])[0], "run": f"{run.parent.name}/{run.name}"})
+    return rows
+
+
+def fit_parabola(ds: list[float], ys: list[float], sigma: list[float] | None = None, level: float = 0.95) -> dict:
+    """y = a + b·x + c·x², x = ln d, by (weighted) least squares; the vertex d* = exp(-b/2c) and min y.
+
+    Intervals from the coefficient covariance by the delta method with a Student t quantile (residual variance
+    from the fit, n-3 degrees of freedom; with sigma given and n = 3, sigma alone), reported as
+    d* x/÷ exp(t·se(ln d*)) and y* ± t·se(y*).
+    """
+    import numpy as np
+    from scipy import stats
+
+    x, y = np.log(np.asarray(ds, float)), np.asarray(ys, float)
+    n = len(x)
+    if n < 3:
+        return {"ok": False, "why": f"{n} points (a parabola needs 3)"}
+    w = np.ones(n) if sigma is None else 1 / np.maximum(np.asarray(sigma, float), 1e-6) ** 2
+    X = np.stack([np.ones(n), x, x * x], axis=1)
+    W = np.diag(w)
+    A = X.T @ W @ X
+    coef = np.linalg.solve(A, X.T @ W @ y)
+    resid = y - X @ coef
+    dof = n - 3
+    if dof > 0:
+        s2 = float(resid @ W @ resid) / dof
+        if sigma is not None:
+            s2 = max(s2, 1.0)  # never narrower than the seed noise says
+    else:
+        s2 = 1.0 if sigma is not None else float("nan")
+    cov = s2 * np.linalg.inv(A)
+    a, b, c = coef
+    out = {"ok": bool(c > 0), "n": n, "dof": dof, "coef": [float(a), float(b), float(c)], "cov": cov.tolist(),
+           "rmse": float(np.sqrt(np.mean(resid ** 2)))}
+    if c <= 0:
+        out["why"] = "the fitted parabola opens downwards: no minimum"
+        return out
+    xs = -b / (2 * c)
+    ymin = a - b * b / (4 * c)
+    g_x = np.array([0, -1 / (2 * c), b / (2 * c * c)])
+    g_y = np.array([1, -b / (2 * c), b * b / (4 * c * c)])
+    se_x, se_y = float(np.sqrt(g_x @ cov @ g_x)), float(np.sqrt(g_y @ cov @ g_y))
+    t = float(stats.t.ppf(0.5 + level / 2, dof)) if dof > 0 else float(stats.norm.ppf(0.5 + level / 2))
+    inside = bool(min(x) < xs < max(x))
+    below = int((x < xs).sum())
+    above = int((x > xs).sum())
+    out.update({"d_opt": float(math.exp(xs)), "ln_d_opt": float(xs), "se_ln_d": se_x,
+                "d_lo": float(math.exp(xs - t * se_x)), "d_hi": float(math.exp(xs + t * se_x)),
+                "y_opt": float(ymin), "se_y": se_y, "y_lo": float(ymin - t * se_y), "y_hi": float(ymin + t * se_y),
+                "t": t, "level": level, "inside_grid": inside, "points_below": below, "points_above": above,
+                "bracketed": below >= 2 and above >= 2})
+    return out
+
+
+def fit_power(cs: list[float], ys: list[float], se_ln: list[float], draws: int = 4000, seed: int = 0) -> dict:
+    """ln y = ln A + k·ln C by least squares; interval of k and A from draws of ln y ~ N(ln y, se_ln) per point
+    (the per-budget fit intervals), combined with the fit's own residual scatter where there are spare points."""
+    import numpy as np
+
+    lc, ly, se = np.log(np.asarray(cs, float)), np.log(np.asarray(ys, float)), np.asarray(se_ln, float)
+    if len(lc) < 2:
+        return {"ok": False, "why": "fewer than 2 budgets with a fitted optimum"}
+    k, lnA = np.polyfit(lc, ly, 1)
+    rng = np.random.default_rng(seed)
+    resid = ly - (lnA + k * lc)
+    extra = float(np.sqrt(np.sum(resid ** 2) / (len(lc) - 2))) if len(lc) > 2 else 0.0
+    noise = np.sqrt(se ** 2 + extra ** 2)
+    ks = np.array([np.polyfit(lc, ly + rng.normal(0, noise), 1)[0] for _ in range(draws)])
+    return {"ok": True, "k": float(k), "A": float(np.exp(lnA)), "k_lo": float(np.percentile(ks, 2.5)),
+            "k_hi": float(np.percentile(ks, 97.5)), "residual_sd_ln": extra, "n": len(lc),
+            "formula": "y = A * C^k", "interval": "95% of 4000 draws of each point within its interval"}
+
+
+FIT_WINDOW = 3  # the parabola is fitted to the best measured d and up to this many grid neighbours on each side
+
+
+def grid_fits(rows: list[dict]) -> dict:
+    """Per budget: parabola fits of validation and test bits per byte against ln d (default LR runs; several
+    seeds averaged, their spread as weights) over the best measured d and up to FIT_WINDOW neighbours on each
+    side (a parabola in ln d describes the bottom of the curve, not its far flanks); then d_opt(C) and loss(C)
+    power laws over the budgets whose optimum is bracketed."""
+    import numpy as np
+
+    per_budget = {}
+    for budget in sorted({r["budget"] for r in rows}):
+        mine = [r for r in rows if r["budget"] == budget and r["factor"] == 1.0]
+        dims = sorted({r["dim"] for r in mine})
+        pts = []
+        for d in dims:
+            seeds = [r for r in mine if r["dim"] == d]
+            v = np.array([r["val_bpb"] for r in seeds])
+            t = np.array([r["test_bpb"] for r in seeds])
+            pts.append({"dim": d, "n_seeds": len(seeds), "val_bpb": float(v.mean()), "test_bpb": float(t.mean()),
+                        "val_sd": float(v.std(ddof=1)) if len(v) > 1 else None,
+                        "test_sd": float(t.std(ddof=1)) if len(t) > 1 else None,
+                        "tokens": seeds[0]["tokens"], "params": seeds[0]["params"],
+                        "train_flops": seeds[0]["train_flops"]})
+        entry = {"budget": budget, "points": pts}
+        if pts:
+            i = min(range(len(pts)), key=lambda j: pts[j]["val_bpb"])
+            window = pts[max(0, i - FIT_WINDOW):i + FIT_WINDOW + 1]
+            for p in pts:
+                p["in_fit"] = p in window
+            pts_all, pts = pts, window
+        if len(pts) >= 3:
+            # seed noise: where several seeds exist, one pooled sd for every point (sd of a mean: / sqrt(n))
+            sds = [p["val_sd"] for p in pts if p["val_sd"] is not None]
+            pooled = float(np.sqrt(np.mean(np.square(sds)))) if sds else None
+            sigma = [pooled / math.sqrt(p["n_seeds"]) for p in pts] if pooled else None
+            entry["seed_sd_val_bpb"] = pooled
+            entry["val"] = fit_parabola([p["dim"] for p in pts], [p["val_bpb"] for p in pts], sigma)
+            tsds = [p["test_sd"] for p in pts if p["test_sd"] is not None]
+            tpooled = float(np.sqrt(np.mean(np.square(tsds)))) if tsds else None
+            tsigma = [tpooled / math.sqrt(p["n_seeds"]) for p in pts] if tpooled else None
+            entry["test"] = fit_parabola([p["dim"] for p in pts], [p["test_bpb"] for p in pts], tsigma)
+            best = min(pts, key=lambda p: p["val_bpb"])
+            entry["best_measured"] = best
+        if pts:
+            entry["points"] = pts_all
+        per_budget[f"{budget:g}"] = entry
+    fitted = [e for e in per_budget.values() if e.get("val", {}).get("ok") and e["val"]["bracketed"]]
+    scaling = {}
+    if len(fitted) >= 2:
+        cs = [e["budget"] for e in fitted]
+        scaling["d_opt"] = fit_power(cs, [e["val"]["d_opt"] for e in fitted], [e["val"]["se_ln_d"] for e in fitted])
+        scaling["val_bpb"] = fit_power(cs, [e["val"]["y_opt"] for e in fitted],
+                                       [e["val"]["se_y"] / e["val"]["y_opt"] for e in fitted])
+        tfit = [e for e in fitted if e.get("test", {}).get("ok")]
+        if len(tfit) >= 2:
+            scaling["test_bpb"] = fit_power([e["budget"] for e in tfit], [e["test"]["y_opt"] for e in tfit],
+                                            [e["test"]["se_y"] / e["test"]["y_opt"] for e in tfit])
+    return {"budgets": per_budget, "scaling": scaling}
+
+
+def seed_comparison(rows: list[dict]) -> list[dict]:
+    """Where a budget has >= 2 seeds at >= 2 d: the best mean d against each other multi-seed d (Welch t-test on
+    validation and test bpb), so one can say whether the best d is distinguishable from its neighbours."""
+    import numpy as np
+    from scipy import stats
+
+    out = []
+    for budget in sorted({r["budget"] for r in rows}):
+        by_d: dict[int, list[dict]] = {}
+        for r in rows:
+            if r["budget"] == budget and r["factor"] == 1.0:
+                by_d.setdefault(r["dim"], []).append(r)
+        multi = {d: rs for d, rs in by_d.items() if len(rs) >= 2}
+        if len(multi) < 2:
+            continue
+        best = min(multi, key=lambda d: np.mean([r["val_bpb"] for r in multi[d]]))
+        for d in sorted(multi):
+            if d == best:
+                continue
+            row = {"budget": budget, "best_dim": best, "dim": d}
+            for split in ("val", "test"):
+                a = np.array([r[f"{split}_bpb"] for r in multi[best]])
+                b = np.array([r[f"{split}_bpb"] for r in multi[d]])
+                t, pval = stats.ttest_ind(b, a, equal_var=False)
+                row[split] = {"best_mean": float(a.mean()), "best_sd": float(a.std(ddof=1)), "n_best": len(a),
+                              "mean": float(b.mean()), "sd": float(b.std(ddof=1)), "n": len(b),
+                              "diff": float(b.mean() - a.mean()), "t": float(t), "p": float(pval)}
+            out.append(row)
+    return out
+
+
+def lr_table(rows: list[dict]) -> list[dict]:
+    """The LR check: every (budget, d) scanned at >= 3 factors; is the rule (x1) the best, and by how much not."""
+    table = []
+    for budget, d in sorted({(r["budget"], r["dim"]) for r in rows if r["factor"] != 1.0}):
+        mine = [r for r in rows if r["budget"] == budget and r["dim"] == d and r["seed"] == min(
+            x["seed"] for x in rows if x["budget"] == budget and x["dim"] == d)]
+        mine.sort(key=lambda r: r["factor"])
+        best = min(mine, key=lambda r: r["val_bpb"])
+        rule = next((r for r in mine if r["factor"] == 1.0), None)
+        table.append({"budget": budget, "dim": d, "factors": [r["factor"] for r in mine],
+                      "lrs": [r["lr"] for r in mine], "val_bpb": [r["val_bpb"] for r in mine],
+                      "best_factor": best["factor"], "best_val_bpb": best["val_bpb"],
+                      "rule_val_bpb": rule["val_bpb"] if rule else None,
+                      "rule_gap_bpb": round(rule["val_bpb"] - best["val_bpb"], 4) if rule else None,
+                      "best_at_edge": best["factor"] in (mine[0]["factor"], mine[-1]["factor"]) and len(mine) > 1})
+    return table
+
+
+# ------------------------------------------------------------------ writing
+
+RUN_COLUMNS = ("budget", "dim", "heads", "seed", "factor", "lr", "params", "tokens", "train_flops", "steps", "total_steps",
+               "warmup_steps", "best_step", "stopped_early_at", "val_loss", "test_loss", "val_bpb", "test_bpb",
+               "test_ppl", "precision", "train_s", "wall_s", "threads", "parallel", "resumed", "loadavg_start",
+               "loadavg_end", "run")
+
+
+def summarize(out: str | Path, baselines: dict | None = None) -> dict:
+    """runs.csv, isoflop.json (rows, fits, LR table, settings, provenance), plots and summary.md of a grid folder."""
+    out = Path(out)
+    rows = collect(out)
+    settings = json.loads((out / "grid.json").read_text()) if (out / "grid.json").exists() else {}
+    with open(out / "runs.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=RUN_COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    if baselines is None and (out / "baselines.json").exists():
+        baselines = json.loads((out / "baselines.json").read_text())
+    fits = grid_fits(rows) if settings.get("mode", "flops") == "flops" else {}
+    data = {"settings": settings, "rows": rows, "fits": fits, "lr_check": lr_table(rows), "baselines": baselines,
+            "seed_comparison": seed_comparison(rows),
+            "wall_s_total": round(sum(r["wall_s"] or 0 for r in rows), 1)}
+    (out / "isoflop.json").write_text(json.dumps(data, indent=1))
+    if rows:
+        from rag.lm.isoflop_plots import plot_grid
+
+        plot_grid(data, out)
+    return data
+
+
+def fit_lines(data: dict) -> list[str]:
+    """One line per budget: the fitted optimum and its interval (what `rag lm isoflop` prints)."""
+    lines = []
+    for key, e in sorted((data.get("fits") or {}).get("budgets", {}).items(), key=lambda kv: float(kv[0])):
+        f = e.get("val", {})
+        lines.append(f"C={float(key):.3g}: " + (
+            f"d_opt {f['d_opt']:.0f} (95%: {f['d_lo']:.0f} to {f['d_hi']:.0f}), min val bpb {f['y_opt']:.4f} "
+            f"(95%: {f['y_lo']:.4f} to {f['y_hi']:.4f}){'' if f['bracketed'] else ' (NOT bracketed by 2 points each side)'}"
+            if f.get("ok") else f.get("why", "fewer than 3 d")))
+    return lines
