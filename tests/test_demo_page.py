@@ -274,3 +274,33 @@ def test_api_key_is_asked_once_per_tab(site, inprocess_server):
     driver.refresh()  # same tab: the key is kept, no second prompt
     wait_until(lambda: driver.execute_script("return document.body.dataset.ready === '1'"), 20, "the pickers")
     assert driver.find_element("id", "key-dialog").get_attribute("open") is None
+
+
+def docs_operations(driver) -> list[str]:
+    return [e.text.replace("\u200b", "") for e in by_css(driver, "#swagger-ui .opblock-summary-path")]
+
+
+def test_docs_renders_the_openapi_31_operations(site):
+    """Issue 24: Swagger UI 4 showed "Unable to render this definition" for FastAPI's OpenAPI 3.1 schema."""
+    driver = site["driver"]
+    driver.get(site["url"] + "/docs")
+    paths = wait_until(lambda: docs_operations(driver), 30, "the operations in Swagger UI")
+    assert {"/search", "/ask", "/config", "/v1/models", "/v1/chat/completions"} <= set(paths), paths
+    body = driver.find_element("css selector", "body").text
+    assert "Unable to render" not in body and "valid version field" not in body
+    assert "3.1" in driver.find_element("css selector", "#swagger-ui .info").text  # the OAS badge
+
+
+def test_docs_with_a_key_asks_for_it_then_renders(site, inprocess_server):
+    key = "docs-key-" + "y" * 24
+    url = inprocess_server(api_key=key, warm=[])
+    assert httpx.get(url + "/docs").status_code == 200 and httpx.get(url + "/openapi.json").status_code == 401
+    driver = site["driver"]
+    driver.get(url + "/docs")
+    dialog = wait_until(
+        lambda: [d for d in by_css(driver, "#key-dialog") if d.get_attribute("open") is not None], 20, "the key dialog"
+    )[0]
+    dialog.find_element("id", "key-input").send_keys(key)
+    dialog.find_element("id", "key-submit").click()
+    paths = wait_until(lambda: docs_operations(driver), 30, "the operations after the key")
+    assert "/search" in paths

@@ -14,6 +14,7 @@ from rag.commands.options import (
     EncoderOpt,
     IndexOpt,
     KOpt,
+    NoUpdateOpt,
     ReduceOpt,
     RetrieverOpt,
     retrieval_options,
@@ -33,13 +34,14 @@ def ask(
     max_steps: int = typer.Option(DEFAULT_AGENT.max_steps, "--max-steps", help=STEPS_HELP),
     server: str = typer.Option(None, "--server", help="Send the question to a running `rag serve` at this URL."),
     as_json: bool = typer.Option(False, "--json", help="Print {answer, citations, steps, timings, warnings}."),
+    no_update: NoUpdateOpt = False,
 ):
     """Answer a question with the agent: plan, retrieve, grade, rewrite or hop, answer with \\[n] citations."""
-    _ask(question, settings, llm, max_steps, server, as_json)
+    _ask(question, settings, llm, max_steps, server, as_json, no_update)
 
 
 @handle_errors
-def _ask(question, settings, llm, max_steps, server, as_json):
+def _ask(question, settings, llm, max_steps, server, as_json, no_update=False):
     from rag.config import check_question
 
     question = check_question(question)
@@ -53,9 +55,12 @@ def _ask(question, settings, llm, max_steps, server, as_json):
                 show_step(step)
     else:
         from rag.agent import run_agent
+        from rag.retrieve import open_retriever
 
         on_step = None if as_json else show_step
-        result = run_agent(question, settings.validated(), agent, on_step=on_step)
+        settings = settings.validated()
+        retriever = open_retriever(settings, update=not no_update)  # a changed folder is updated first
+        result = run_agent(question, settings, agent, retriever=retriever, on_step=on_step)
     if as_json:
         return print_json(result)
     show_answer(result)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from rag.commands.common import console, handle_errors, print_json, progress_bar, safe
-from rag.commands.options import retrieval_options
+from rag.commands.options import NoUpdateOpt, retrieval_options
 from rag.retrieve import RetrievalSettings
 
 
@@ -15,20 +15,21 @@ def search(
     *,
     settings: RetrievalSettings,
     as_json: bool = typer.Option(False, "--json", help="Print {question, passages:[{id,title,source,score,text}]}."),
+    no_update: NoUpdateOpt = False,
 ):
     """Retrieve the top-k passages for a question. Builds the index first if it is missing."""
-    _search(question, settings, as_json)
+    _search(question, settings, as_json, no_update)
 
 
 @handle_errors
-def _search(question, settings, as_json):
+def _search(question, settings, as_json, no_update=False):
     from rag.config import check_question
     from rag.retrieve import open_retriever
 
     question = check_question(question)
     settings = settings.validated()
     with progress_bar(f"building the {settings.index} index (first use): encoding", enabled=not as_json) as progress:
-        r = open_retriever(settings, progress=progress)
+        r = open_retriever(settings, progress=progress, update=not no_update)
     hits = r.search(question)
     if as_json:
         return print_json(r.result(question, hits))

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import time
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
-from fastapi.staticfiles import StaticFiles
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -187,17 +184,18 @@ def public_manifest(service: Service, manifest: dict) -> dict | None:
 
 
 def add_docs(app: FastAPI) -> None:
-    """Swagger UI from the swagger-ui-bundle package's files, so /docs works offline."""
-    import swagger_ui_bundle
+    """Swagger UI 5 at /docs, vendored from npm's swagger-ui-dist (rag/serve/static/vendor/swagger-ui): it reads the
+    OpenAPI 3.1 schema FastAPI writes (the swagger-ui-bundle package ships 4.x, which cannot). The page and its files
+    load without the API key, like the demo page; its script fetches /openapi.json and sends requests with the key."""
+    from fastapi.responses import FileResponse
 
-    app.mount("/docs/assets", StaticFiles(directory=Path(swagger_ui_bundle.swagger_ui_path)), name="docs-assets")
+    from rag.serve.demo import PAGE_CSP, STATIC_DIR
 
     @app.get("/docs", include_in_schema=False)
-    def docs() -> HTMLResponse:
-        return get_swagger_ui_html(
-            openapi_url="/openapi.json",
-            title="rag API",
-            swagger_js_url="/docs/assets/swagger-ui-bundle.js",
-            swagger_css_url="/docs/assets/swagger-ui.css",
-            swagger_favicon_url="/docs/assets/favicon-32x32.png",
-        )
+    def docs() -> FileResponse:
+        headers = {
+            "Content-Security-Policy": PAGE_CSP,
+            "X-Content-Type-Options": "nosniff",
+            "Cache-Control": "no-cache",
+        }
+        return FileResponse(STATIC_DIR / "docs.html", headers=headers)

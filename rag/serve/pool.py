@@ -29,7 +29,7 @@ class ServePool(RetrieverPool):
     def __init__(
         self, *, build_missing: bool = False, max_open: int = 8, max_memory_mb: int = 4096, max_builds: int = 1
     ):
-        super().__init__(build_missing=build_missing)
+        super().__init__(build_missing=build_missing, update=build_missing)  # an update is a build: operator's call
         self.max_open = max(1, max_open)
         self.max_bytes = max_memory_mb * 2**20
         self.builds = threading.BoundedSemaphore(max(1, max_builds))
@@ -70,7 +70,9 @@ class ServePool(RetrieverPool):
             finally:
                 self.builds.release()
 
-    def get(self, settings: RetrievalSettings, progress=None, build_missing: bool | None = None) -> Retriever:
+    def get(
+        self, settings: RetrievalSettings, progress=None, build_missing: bool | None = None, update: bool | None = None
+    ) -> Retriever:
         settings = settings.validated()
         key = settings.pool_key
         build = self.build_missing if build_missing is None else build_missing
@@ -78,7 +80,7 @@ class ServePool(RetrieverPool):
             if not build:
                 raise missing_error(settings, what)
             self.build(settings, what)
-        retriever = super().get(settings, progress, build_missing=False)
+        retriever = super().get(settings, progress, build_missing=False, update=update)
         self.touch(key, retriever)
         return retriever
 

@@ -1,0 +1,96 @@
+"""Issue 24, a new user's first hour: each finding, through the real CLI (CliRunner on the real app), real MiniLM
+and FAISS, real folders. The page's and /docs's findings are in tests/test_demo_page.py (a real browser)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def notes(folder, n: int = 6):
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        (folder / "ops" / "keys").mkdir(parents=True, exist_ok=True)
+        (folder / "ops" / "keys" / f"note{i}.md").write_text(f"# Note {i}\n\nGears number {i} mesh with flywheels.\n")
+    return folder
+
+
+# ---------------------------------------------------------------- 3. folders that stay in step
+
+
+def fresh_process():
+    """Each `rag` command is a new process; in-process, forget the retrievers the last command opened."""
+    from rag.retrieve import DEFAULT_POOL
+
+    DEFAULT_POOL.entries.clear()
+
+
+@pytest.mark.slow  # about 15 s: three commands and the agent's imports
+def test_search_updates_a_changed_folder_first_and_no_update_refuses(cli, tmp_path):
+    folder = notes(tmp_path / "notes")
+    built = cli(["index", "build", "--corpus", folder, "--json"])
+    assert built.exit_code == 0, built.output
+    (folder / "ops" / "keys" / "note1.md").write_text("# Note 1\n\nRotate the zorblax keys every ninety days.\n")
+    fresh_process()
+    result = cli(["search", "how often are zorblax keys rotated?", "--corpus", folder, "-k", 1, "--json"])
+    assert result.exit_code == 0, result.output
+    assert "changed since its index was built (0 added, 1 changed, 0 removed of 6 passages)" in result.stderr
+    assert "encoding 1 passage" in result.stderr  # only the changed file's passage
+    assert "zorblax" in json.loads(result.stdout)["passages"][0]["text"]
+
+    (folder / "ops" / "keys" / "note2.md").write_text("# Note 2\n\nA brand new text about quokkas.\n")
+    fresh_process()
+    refused = cli(["search", "quokkas", "--corpus", folder, "--no-update"])
+    assert refused.exit_code == 1 and "rag index update --corpus" in refused.output
+    fresh_process()
+    asked = cli(["ask", "What about quokkas?", "--corpus", folder, "--retriever", "dense", "--json"])
+    assert asked.exit_code == 0, asked.output
+    assert "updating its indexes first" in asked.stderr and "quokkas" in asked.stdout
+
+
+def test_a_huge_change_is_not_updated_unasked(tmp_path):
+    from rag.config import RagError
+    from rag.data.corpus import load_corpus
+    from rag.index.spec import IndexSpec
+    from rag.index.store import build_and_save
+    from rag.index.update import refresh_if_changed
+
+    folder = notes(tmp_path / "big")
+    spec = IndexSpec().validated()
+    build_and_save(load_corpus(str(folder)), spec)
+    for i in range(4):
+        (folder / f"new{i}.md").write_text(f"# New {i}\n\nFresh words {i}.\n")
+    with pytest.raises(RagError, match=r"4 added.*over 3 passages to encode.*rag index update --corpus"):
+        refresh_if_changed(load_corpus(str(folder)), spec, max_encode=3)
+
+
+# ---------------------------------------------------------------- 5. clear errors for misconfiguration
+
+
+def test_openai_without_its_base_url_fails_at_once_naming_the_variable(cli, monkeypatch):
+    monkeypatch.delenv("RAG_OPENAI_BASE_URL", raising=False)
+    result = cli(["ask", "x", "--llm", "openai", "--retriever", "bm25"])
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "RAG_OPENAI_BASE_URL" in lines[0] and "grade" not in result.output, result.output
+
+
+# ---------------------------------------------------------------- 9. long work says so up front
+
+
+def test_an_encode_over_a_minute_is_announced_before_it_runs():
+    """The threshold: an estimate over about a minute is announced (it was 10 minutes; `rag advise --corpus scifact`
+    encoded for 6.5 minutes without a word). The rate comes from the first 32 passages, before the rest run."""
+    import warnings
+
+    from rag.config import RagWarning
+    from rag.encoders import get_encoder
+    from rag.encoders.cache import announce_estimate
+
+    encoder = get_encoder("minilm")
+    with pytest.warns(RagWarning, match=r"encoding 1,952 passages with minilm will take about 1 minute\(s\) here"):
+        announce_estimate(encoder, seconds=1.0, probed=32, remaining=32 * 61)  # 61 s at 32 passages/s
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RagWarning)
+        announce_estimate(encoder, seconds=1.0, probed=32, remaining=32 * 50)  # 50 s: not worth a line
