@@ -94,3 +94,28 @@ def test_an_encode_over_a_minute_is_announced_before_it_runs():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RagWarning)
         announce_estimate(encoder, seconds=1.0, probed=32, remaining=32 * 50)  # 50 s: not worth a line
+
+
+# ---------------------------------------------------------------- 6. filters that explain an empty result
+
+
+def test_a_filter_matching_nothing_says_why_with_the_glob_that_would(cli, tmp_path):
+    folder = notes(tmp_path / "notes")
+    result = cli(["search", "gears", "--corpus", folder, "--retriever", "bm25", "--where", "source=*.md", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["passages"] == []
+    assert "matches none of the 6 sources" in result.stderr
+    assert "did you mean --where 'source=**/*.md' (6 sources)?" in result.stderr
+    assert "Closest sources: ops/keys/note" in result.stderr
+    ok = cli(["search", "gears", "--corpus", folder, "--retriever", "bm25", "--where", "source=**/*.md", "--json"])
+    assert json.loads(ok.stdout)["passages"] and "matches none" not in ok.stderr
+
+
+def test_where_hint_suggests_a_folder_glob_and_never_for_a_match():
+    from rag.data.where_hint import where_hint
+
+    sources = ["ops/keys/rotate.md", "ops/keys/revoke.md", "guide/install.md"]
+    assert where_hint("source=ops/**", sources) is None and where_hint(None, sources) is None
+    hint = where_hint("source=ops", sources)
+    assert "did you mean --where 'source=ops/**' (2 sources)?" in hint
+    assert "Closest sources:" in where_hint("source=nothing/*.rst", sources)

@@ -55,11 +55,13 @@ def _ask(question, settings, llm, max_steps, server, as_json, no_update=False):
                 show_step(step)
     else:
         from rag.agent import run_agent
+        from rag.commands.search import explain_empty_filter
         from rag.retrieve import open_retriever
 
         on_step = None if as_json else show_step
         settings = settings.validated()
         retriever = open_retriever(settings, update=not no_update)  # a changed folder is updated first
+        explain_empty_filter(retriever, [])
         result = run_agent(question, settings, agent, retriever=retriever, on_step=on_step)
     if as_json:
         return print_json(result)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from rag.commands.common import console, handle_errors, print_json, progress_bar, safe
+from rag.commands.common import console, handle_errors, print_json, progress_bar, safe, warn
 from rag.commands.options import NoUpdateOpt, retrieval_options
 from rag.retrieve import RetrievalSettings
 
@@ -31,6 +31,7 @@ def _search(question, settings, as_json, no_update=False):
     with progress_bar(f"building the {settings.index} index (first use): encoding", enabled=not as_json) as progress:
         r = open_retriever(settings, progress=progress, update=not no_update)
     hits = r.search(question)
+    explain_empty_filter(r, hits)
     if as_json:
         return print_json(r.result(question, hits))
     d = r.description
@@ -45,3 +46,14 @@ def _search(question, settings, as_json, no_update=False):
             f"\n{safe(snippet)}",
             highlight=False,
         )
+
+
+def explain_empty_filter(retriever, hits) -> None:
+    """A `--where` that kept no passage says why on stderr, with the closest sources (rag.data.where_hint)."""
+    if hits or not retriever.settings.where:
+        return
+    from rag.data.where_hint import where_hint
+
+    sources = [p.source for p in retriever.passages]
+    if hint := where_hint(retriever.settings.where, sources, retriever.corpus.name):
+        warn(hint)
