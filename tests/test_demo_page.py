@@ -182,7 +182,9 @@ def test_ask_streams_steps_then_the_cited_answer(site):
 def test_side_by_side_marks_overlap_latency_and_index_size(site):
     driver = open_page(site, "/#compare")
     assert driver.find_element("id", "compare-a-dim").get_attribute("value") == "384"
-    assert driver.find_element("id", "compare-b-index").get_attribute("value") == "ivf-pq"
+    # builds on, one index built: B is that index at a quarter of its width (built on request), no spelled kind
+    assert driver.find_element("id", "compare-b-dim").get_attribute("value") == "96"
+    assert driver.find_element("id", "compare-b-index").get_attribute("value") == "flat"
     choose(driver, "compare-b-dim", "64")
     driver.find_element("id", "compare-run").click()
     wait_until(
@@ -304,3 +306,38 @@ def test_docs_with_a_key_asks_for_it_then_renders(site, inprocess_server):
     dialog.find_element("id", "key-submit").click()
     paths = wait_until(lambda: docs_operations(driver), 30, "the operations after the key")
     assert "/search" in paths
+
+
+def test_with_builds_off_the_page_offers_what_is_built_and_says_what_builds_the_rest(
+    site, inprocess_server, tmp_path, monkeypatch
+):
+    """Issue 24: Side by side's column B and a Study point's configuration led to 404s on a fresh install."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    monkeypatch.setenv("RAG_STUDY_DIR", str(write_study(tmp_path / "study" / "tiny").parent))
+    url = inprocess_server()  # builds off; the default index warm (built) and nothing else
+    driver = site["driver"]
+    driver.get(url + "/#compare")
+    wait_until(lambda: driver.execute_script("return document.body.dataset.ready === '1'"), 30, "the pickers")
+    a = {f: driver.find_element("id", f"compare-a-{f}").get_attribute("value") for f in ("dim", "index", "corpus")}
+    b = {f: driver.find_element("id", f"compare-b-{f}").get_attribute("value") for f in ("dim", "index", "corpus")}
+    assert a == b == {"dim": "384", "index": "flat", "corpus": "builtin"}
+    note = driver.find_element("id", "compare-note").text
+    assert "Only one index of builtin is built" in note and "rag index build --corpus builtin" in note, note
+    driver.find_element("id", "compare-run").click()
+    wait_until(lambda: driver.execute_script("return document.body.dataset.compareState === 'done'"), 120, "A and B")
+
+    driver.get(url + "/#study")
+    wait_until(lambda: "study/tiny" in driver.find_element("id", "study-name").text, 30, "the study list")
+    from selenium.webdriver.support.ui import Select
+
+    Select(driver.find_element("id", "study-name")).select_by_value("study/tiny")
+    points = lambda: by_css(driver, "#chart-dim .role-mark.mark-symbol path")  # noqa: E731
+    wait_until(lambda: len(points()) == len(STUDY) + 1, 30, "the chart points")
+    target = next(p for p in points() if (p.get_attribute("aria-label") or "").startswith("d (log): 128;"))
+    ActionChains(driver).move_to_element(target).perform()
+    target.click()
+    wait_until(lambda: driver.execute_script("return location.hash") == "#ask", 10, "the switch to Ask")
+    status = driver.find_element("id", "ask-status").text
+    assert "not built on this server" in status and "rag index build --corpus scifact" in status, status
+    assert driver.find_element("id", "ask-run").get_attribute("disabled") is not None

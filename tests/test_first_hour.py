@@ -4,8 +4,10 @@ and FAISS, real folders. The page's and /docs's findings are in tests/test_demo_
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+from serve_helpers import inprocess_server  # noqa: F401  (a fixture)
 
 
 def notes(folder, n: int = 6):
@@ -119,3 +121,25 @@ def test_where_hint_suggests_a_folder_glob_and_never_for_a_match():
     hint = where_hint("source=ops", sources)
     assert "did you mean --where 'source=ops/**' (2 sources)?" in hint
     assert "Closest sources:" in where_hint("source=nothing/*.rst", sources)
+
+
+# ---------------------------------------------------------------- 4. only servable things are offered
+
+
+def test_models_and_config_offer_only_what_would_be_served(inprocess_server, tmp_path):
+    """Builds off: a folder corpus with nothing built was listed as rag-notes-bm25 and answered 404."""
+    import httpx
+
+    folder = notes(tmp_path / "notes")
+    (folder / "unique.md").write_text(f"# Unique\n\n{os.urandom(8).hex()} words nobody indexed.\n")
+    url = inprocess_server(corpora={"notes": str(folder)})
+    models = [m["id"] for m in httpx.get(url + "/v1/models").json()["data"]]
+    assert "rag" in models and "rag-builtin-minilm-d384-flat-hybrid" in models
+    assert "rag-notes-bm25" not in models
+    configurations = httpx.get(url + "/config").json()["configurations"]
+    assert [c["model"] for c in configurations] == models
+    for c in configurations:  # every offered configuration answers
+        body = {"question": "gears", **{k: v for k, v in c.items() if k != "model"}}
+        assert httpx.post(url + "/search", json=body, timeout=120).status_code == 200, c
+    not_offered = httpx.post(url + "/search", json={"question": "gears", "corpus": "notes", "retriever": "bm25"})
+    assert not_offered.status_code == 404

@@ -37,7 +37,7 @@ from rag.serve.models import (
     plain,
     sse_content,
 )
-from rag.serve.openai_api import add_openai_routes
+from rag.serve.openai_api import add_openai_routes, served_configurations
 from rag.serve.policy import ServePolicy, hide_paths, parse_corpora
 from rag.serve.pool import ServePool
 from rag.serve.service import Service, sse
@@ -129,8 +129,10 @@ def add_routes(app: FastAPI, service: Service, started: float) -> None:
 
     @app.get("/config")
     def config() -> dict:
-        """What this server serves: the allowed values of every request field (for pickers), defaults and limits."""
-        return policy.public()
+        """What this server serves: the allowed values of every request field, defaults and limits, and the
+        configurations that are built or buildable now (`configurations`, each with its /v1 model id: the page's
+        pickers and Side by side defaults come from it)."""
+        return {**policy.public(), "configurations": served_configurations(service)}
 
     @app.get("/indexes")
     def indexes() -> dict:

@@ -209,6 +209,34 @@ async function runAsk(event) {
 }
 
 // ------------------------------------------------------------------ Side by side
+const SETTING_KEYS = ["corpus", "encoder", "dim", "index", "reduce"];
+const sameIndex = (a, b) => SETTING_KEYS.every((k) => a[k] === b[k]);
+const served = (config, r) => config.configurations.some((c) => sameIndex(c, r) && c.retriever === r.retriever);
+
+function buildCommand(r) {
+  const parts = ["rag index build", `--corpus ${r.corpus}`, `--encoder ${r.encoder}`];
+  if (r.dim) parts.push(`--dim ${r.dim}`);
+  if (r.index) parts.push(`--index ${r.index}`);
+  if (r.reduce) parts.push(`--reduce ${r.reduce}`);
+  return parts.join(" ");
+}
+
+// Two configurations this server serves now (from /config, never names spelled here): A is the default's index,
+// B another built index of the same corpus. With one built and builds off, B repeats A and a note says which
+// command builds a second (the same index at a quarter of its width).
+function comparePresets(config) {
+  const indexed = config.configurations.filter((c) => c.index);
+  const explicit = indexed.filter((c) => c.dim);  // built indexes name their d; the default alias does not
+  const withIndex = explicit.length ? explicit : indexed;
+  const d = config.defaults;
+  const a = withIndex.find((c) => c.corpus === d.corpus && c.retriever === d.retriever) || withIndex[0] || d;
+  const b = withIndex.find((c) => c.corpus === a.corpus && c.retriever === a.retriever && !sameIndex(c, a));
+  if (b) return [a, b, ""];
+  const width = a.dim || 384;
+  const smaller = {...a, dim: Math.max(8, Math.round(width / 4))};
+  if (config.build_missing) return [a, smaller, ""];
+  return [a, a, `Only one index of ${a.corpus} is built here, so B starts as A. Build a second to compare: ${buildCommand(smaller)}`];
+}
 const human = (n) => (n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(2)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
 
 function indexRow(indexes, r) {
@@ -346,6 +374,14 @@ function pick(row, study) {
   location.hash = "#ask";
   $("ask-status").textContent = `settings from the study row: ${describe(wanted)}` +
     (refused.length ? `; not served here: ${refused.map(([n, v]) => `${n}=${v}`).join(", ")}` : "");
+  const chosen = readSettings("ask");
+  const built = state.config.build_missing || served(state.config, chosen);
+  document.body.dataset.pickBuilt = built ? "1" : "0";
+  $("ask-run").disabled = !built;
+  if (!built) {
+    $("ask-status").textContent += `. Its index is not built on this server; build it with: ${buildCommand(chosen)}`;
+    for (const name of FIELDS) $(`ask-${name}`).addEventListener("change", () => { $("ask-run").disabled = false; }, {once: true});
+  }
 }
 
 // ------------------------------------------------------------------ views and start
@@ -367,8 +403,10 @@ async function init() {
   }
   window.demoTimes.config = performance.now();
   buildPickers($("ask-settings"), "ask", ["llm"]);
-  buildPickers($("compare-a"), "compare-a", [], {dim: 384, index: "flat", retriever: "dense"});
-  buildPickers($("compare-b"), "compare-b", [], {dim: 64, index: "ivf-pq", retriever: "dense"});
+  const [presetA, presetB, note] = comparePresets(state.config);
+  buildPickers($("compare-a"), "compare-a", [], presetA);
+  buildPickers($("compare-b"), "compare-b", [], presetB);
+  $("compare-note").textContent = note;
   $("server-note").textContent = `auth ${state.config.auth ? "on" : "off"} · builds ${state.config.build_missing ? "on" : "off"}`;
   $("ask-form").addEventListener("submit", runAsk);
   $("compare-form").addEventListener("submit", runCompare);
