@@ -143,3 +143,22 @@ def test_models_and_config_offer_only_what_would_be_served(inprocess_server, tmp
         assert httpx.post(url + "/search", json=body, timeout=120).status_code == 200, c
     not_offered = httpx.post(url + "/search", json={"question": "gears", "corpus": "notes", "retriever": "bm25"})
     assert not_offered.status_code == 404
+
+
+def test_serve_watch_updates_a_served_folder_in_the_background(inprocess_server, tmp_path):
+    import httpx
+    from conftest import wait_until
+
+    folder = notes(tmp_path / "watched")
+    url = inprocess_server(
+        corpora={"notes": str(folder)}, watch=True, warm=[{"corpus": str(folder), "retriever": "dense"}]
+    )
+    body = {"question": "Which marsupial hops on the quay?", "corpus": "notes", "retriever": "dense", "k": 1}
+    assert "quokka" not in httpx.post(url + "/search", json=body, timeout=60).text
+    (folder / "quokka.md").write_text("# Quokka\n\nA quokka hops along the quay at dawn.\n")
+
+    def found():
+        return "quokka" in httpx.post(url + "/search", json=body, timeout=60).json()["passages"][0]["text"]
+
+    wait_until(found, 60, "the new file in the served index", poll=0.5)
+    assert httpx.get(url + "/health").json()["swaps"] >= 1  # a new version, swapped in like a rebuild

@@ -63,7 +63,14 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
             torch.set_num_threads(policy.torch_threads)
         for warm in policy.warm:  # the operator's own choice: opened (and built if missing) before serving
             await run_in_threadpool(service.pool.get, RetrievalSettings(**warm), None, True)
+        watcher = None
+        if policy.watch:
+            from rag.serve.watch import Watcher
+
+            watcher = app.state.watcher = Watcher(policy.corpora, service.pool).start()
         yield
+        if watcher is not None:
+            watcher.stop()
 
     app = FastAPI(
         title="rag",
