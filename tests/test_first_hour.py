@@ -162,3 +162,40 @@ def test_serve_watch_updates_a_served_folder_in_the_background(inprocess_server,
 
     wait_until(found, 60, "the new file in the served index", poll=0.5)
     assert httpx.get(url + "/health").json()["swaps"] >= 1  # a new version, swapped in like a rebuild
+
+
+# ---------------------------------------------------------------- 7. CLI rough edges
+
+
+def run_rag(*args, env=None, close_stdout=False):
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "cli.py", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
+    if close_stdout:
+        proc.stdout.close()  # the reader went away before anything was written (`| head -0`)
+        return proc.wait(60), "", proc.stderr.read().decode()
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, out.decode(), err.decode()
+
+
+@pytest.mark.parametrize("args", [("index", "build", "--help"), ("corpus", "list")])
+def test_a_reader_that_goes_away_gets_no_error_line(args):
+    code, _, err = run_rag(*args, close_stdout=True)
+    assert "error" not in err.lower() and "Traceback" not in err, err
+    assert code in (0, 1)
+
+
+def test_usage_errors_are_one_line_with_exit_2_and_flags_show_no_placeholder(cli):
+    result = cli(["search", "x", "--jsn"])
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "No such option: --jsn" in lines[0] and "--help" in lines[0], result.output
+    help_text = cli(["search", "--help"]).output
+    assert "<bool>" not in help_text and "--json" in help_text
