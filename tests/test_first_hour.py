@@ -199,3 +199,45 @@ def test_usage_errors_are_one_line_with_exit_2_and_flags_show_no_placeholder(cli
     assert len(lines) == 1 and "No such option: --jsn" in lines[0] and "--help" in lines[0], result.output
     help_text = cli(["search", "--help"]).output
     assert "<bool>" not in help_text and "--json" in help_text
+
+
+def narrow_console(monkeypatch, module):
+    import io
+
+    from rich.console import Console
+
+    out = Console(width=80, file=io.StringIO(), color_system=None)
+    monkeypatch.setattr(module, "console", out)
+    return out
+
+
+def test_tables_keep_their_key_columns_whole_at_80_columns(cli, tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import rag.commands.advise as advise_cmd
+    import rag.commands.index as index_cmd
+
+    folder = notes(tmp_path / "a-folder-with-a-rather-long-name")
+    assert cli(["index", "build", "--corpus", folder, "--dim", 128, "--index", "ivf-flat"]).exit_code == 0
+    out = narrow_console(monkeypatch, index_cmd)
+    assert cli(["index", "list"]).exit_code == 0
+    text = out.file.getvalue()
+    assert "…" not in text and "vectors" in text and "ivf-flat" in text and "minilm" in text, text
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+    row = {"encoder": "smollm2-input-wbm25", "dim": 128, "reduce": "distill-itq", "index": "opq-pq", "code_bytes": 16}
+    rows = [{**row, "index_mb": 0.08, "ndcg@10": 0.612, "share": 0.95, "fits": True}]
+    out = narrow_console(monkeypatch, advise_cmd)
+    advise_cmd._render(
+        SimpleNamespace(measure="ndcg@10", rows=rows, recommended=rows[0], notes=[], spearman=None, command=None)
+    )
+    text = out.file.getvalue()
+    assert "…" not in text and "opq-pq" in text and " 128 " in text and "smollm2-input-wbm25" in text, text
+
+
+def test_index_build_and_list_say_what_their_bytes_count(cli, tmp_path):
+    folder = notes(tmp_path / "n")
+    built = cli(["index", "build", "--corpus", folder])
+    assert "bytes with passages and reducer" in " ".join(built.output.split())
+    listed = " ".join(cli(["index", "list"]).output.split())
+    assert "index B: the FAISS index alone" in listed and "files B: every file" in listed

@@ -124,3 +124,21 @@ def progress_bar(description: str, enabled: bool = True):
     """Yield a progress(done, total) callback for one stage (see progress_bars)."""
     with progress_bars(enabled) as bars:
         yield (lambda done, total: bars(description, done, total)) if bars else None
+
+
+def key_table(columns: list[tuple[str, bool]], rows: list[list[str]], **options):
+    """A rich Table whose key columns (True: names, d, kinds, counts) stay whole at any width, down to 80 columns;
+    the other columns (paths, notes) fold onto more lines instead of being cut with an ellipsis. A key cell over 32
+    characters folds too."""
+    from rich.table import Table
+
+    table = Table(**options)
+    for i, (name, key) in enumerate(columns):
+        if key:
+            width = max([len(name)] + [len(str(row[i])) for row in rows])
+            table.add_column(name, no_wrap=width <= 32, min_width=min(width, 32), overflow="fold")
+        else:
+            table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
