@@ -241,3 +241,47 @@ def test_index_build_and_list_say_what_their_bytes_count(cli, tmp_path):
     assert "bytes with passages and reducer" in " ".join(built.output.split())
     listed = " ".join(cli(["index", "list"]).output.split())
     assert "index B: the FAISS index alone" in listed and "files B: every file" in listed
+
+
+def test_library_chatter_stays_out_of_the_output(caplog):
+    """faiss's 'Could not load library with AVX512 support ... ModuleNotFoundError' at `rag serve` start (its log
+    level is INFO), and a DEBUG:bm25s line on the first query after an ONNX export had set the root logger to DEBUG."""
+    import logging
+    import subprocess
+    import sys
+
+    code = "import cli, logging; logging.basicConfig(level='INFO'); import faiss"
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stderr
+    assert "AVX512" not in err and "ModuleNotFoundError" not in err, err
+
+    from rag.data.corpus import Passage
+    from rag.retrieve.bm25 import BM25
+
+    caplog.set_level(logging.DEBUG)
+    BM25([Passage(id=f"p{i}", title="", text=f"gear {i} {os.urandom(4).hex()}", source="x.md") for i in range(5)])
+    assert not [r for r in caplog.records if r.name.startswith("bm25s") and r.levelno < logging.WARNING]
+
+
+def test_answer_step_says_passage_in_the_singular_and_no_answer_plainly():
+    from rag.commands.agent import answer_line
+
+    assert "citing 1 passage" in answer_line({"backend": "extractive", "citations": ["a"]})
+    assert "citing 1 passages" not in answer_line({"backend": "extractive", "citations": ["a"]})
+    assert "citing 2 passages" in answer_line({"backend": "extractive", "citations": ["a", "b"]})
+    none = answer_line({"backend": "none", "citations": []})
+    assert "by none" not in none and "nothing relevant" in none
+
+
+def test_corpus_list_names_every_format_it_reads(cli):
+    text = " ".join(cli(["corpus", "list"]).output.split())
+    assert all(ext in text for ext in (".html", ".pdf", ".rst", ".md", ".txt")) and ".md/.txt files" not in text
+
+
+def test_a_wrong_python_keyword_is_a_rag_error_naming_the_closest():
+    import rag
+    from rag.config import RagError
+
+    with pytest.raises(RagError, match=r"unknown setting 'dimension'; did you mean dim\? accepted: encoder, dim"):
+        rag.open_retriever("builtin", dimension=64)
+    with pytest.raises(RagError, match="unknown setting 'retreiver'; did you mean retriever"):
+        rag.ask("What is d?", retreiver="bm25")

@@ -100,12 +100,20 @@ def show_step(step: dict) -> None:
             f"“{safe(q[:80])}”" for q in step["queries"]
         )
     elif node == "answer":
-        line = f"[bold green]answer[/]   by {step['backend']}, citing {len(step['citations'])} passages"
+        line = answer_line(step)
     else:
         line = f"[bold]{safe(node)}[/]"
     err_console.print(f"{line}  {ms}", highlight=False)
     for w in step.get("warnings", []) + ([step["warning"]] if step.get("warning") else []):
         warn(w)
+
+
+def answer_line(step: dict) -> str:
+    """'by extractive, citing 1 passage'; with no passage to answer from, says that instead of 'by none'."""
+    n = len(step.get("citations", []))
+    if not n and step.get("backend") in (None, "none"):
+        return "[bold green]answer[/]   no passage to answer from: nothing relevant was found"
+    return f"[bold green]answer[/]   by {safe(step['backend'])}, citing {n} passage{'' if n == 1 else 's'}"
 
 
 def show_answer(result: dict) -> None:
