@@ -285,3 +285,39 @@ def test_a_wrong_python_keyword_is_a_rag_error_naming_the_closest():
         rag.open_retriever("builtin", dimension=64)
     with pytest.raises(RagError, match="unknown setting 'retreiver'; did you mean retriever"):
         rag.ask("What is d?", retreiver="bm25")
+
+
+# ---------------------------------------------------------------- 7. reading details
+
+
+def test_reading_details_html_code_pdf_title_and_heading_rst_language(tmp_path):
+    import io
+
+    from docfolder import pdf_bytes
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.xmp import XmpInformation
+
+    from rag.data.corpus import load_corpus
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "api.html").write_text(
+        "<html><body><main><h1>API</h1><p>Call <code>run()</code>. Then <em>stop</em>, at once.</p></main></body></html>"
+    )
+    # a page whose first line is a heading above the text (two text lines: 'Pulley Basics', then the sentence)
+    plain = pdf_bytes(["Pulley Basics) Tj 0 -24 Td (Pulleys lift loads with ropes."])
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(plain)))
+    xmp = XmpInformation.create()
+    xmp.dc_title = {"x-default": "The Pulley Handbook"}  # the title only in the XMP metadata, as many producers do
+    writer.xmp_metadata = xmp
+    out = io.BytesIO()
+    writer.write(out)
+    (folder / "handbook-v2.pdf").write_bytes(out.getvalue())
+    (folder / "guide.rst").write_text("Guide\n=====\n\n.. code-block:: python\n\n   print(sum([1, 2]))\n")
+
+    by_source = {p.source: p for p in load_corpus(str(folder)).passages}
+    assert "Call run(). Then stop, at once." in by_source["api.html"].text
+    pdf = by_source["handbook-v2.pdf"]
+    assert pdf.title.startswith("The Pulley Handbook") and "handbook v2" not in pdf.title
+    assert pdf.text == "Pulleys lift loads with ropes." and pdf.heading == "Pulley Basics"
+    assert by_source["guide.rst"].text.startswith("```python\nprint(sum([1, 2]))")
