@@ -337,7 +337,8 @@ async function drawStudy() {
   const xBytes = retrieval ? ["bytes_per_vector", "bytes per vector (log)"] : ["bytes_fp32", "model bytes, fp32 (log)"];
   const rows = study.rows
     .filter((r) => !retrieval || r.retriever === $("study-retriever").value)
-    .map((r, i) => ({...r, _row: i, _series: retrieval ? `${r.encoder} ${r.reduce} ${r.index}` : `${r.pos ?? "lm"} tied=${r.tied}`}))
+    .map((r, i) => ({...r, _row: i, _series: retrieval ? `${r.encoder} ${r.reduce} ${r.index}` : `${r.pos ?? "lm"} tied=${r.tied}`,
+                     _style: String(retrieval ? r.index : r.tied)}))
     .filter((r) => typeof r[metric] === "number" && r.dim > 0);
   state.shown = rows;
   $("chart-dim-title").textContent = `${metric} against d`;
@@ -347,19 +348,34 @@ async function drawStudy() {
   $("study-status").textContent = `${rows.length} rows from ${study.name}`;
 }
 
+// Tooltip numbers: whole numbers with thousands separators, others to 4 significant digits (0.6349, 39.8).
+function tooltipFormat(study, c) {
+  const values = study.rows.map((r) => r[c]).filter((v) => typeof v === "number");
+  if (!values.length) return {};
+  return values.every(Number.isInteger) ? {format: ","} : {format: ".4~r"};
+}
+
 async function drawChart(container, rows, study, metric, [x, title]) {
   const escape = (f) => f.replace(/[.[\]\\]/g, "\\$&");
   const typeOf = (c) => (study.rows.some((r) => typeof r[c] === "number") ? "quantitative" : "nominal");
   const filled = study.columns.filter((c) => study.rows.some((r) => r[c] !== null && r[c] !== undefined));
-  const tooltip = filled.map((c) => ({field: escape(c), type: typeOf(c)}));
+  const tooltip = filled.map((c) => ({field: escape(c), type: typeOf(c), ...tooltipFormat(study, c)}));
+  const series = new Set(rows.map((r) => r._series)).size;
+  // Series that coincide (flat, hnsw and sq8 score alike) stay apart by dash and shape; up to 20 get their own colour.
   const spec = {
     width: "container", height: 300, data: {values: rows}, autosize: {type: "fit-x", contains: "padding"},
-    encoding: {x: {field: escape(x), type: "quantitative", scale: {type: "log", base: 2}, title,
-                   axis: x === "dim" ? {values: [...new Set(rows.map((r) => r.dim))].sort((a, b) => a - b)} : {format: "~s"}},
-               y: {field: escape(metric), type: "quantitative", scale: {zero: false}, title: metric},
-               color: {field: "_series", type: "nominal", title: null, legend: {orient: "bottom", columns: 3}}},
-    layer: [{mark: {type: "line", opacity: 0.45}},
-            {mark: {type: "point", filled: true, size: 80, opacity: 0.9, cursor: "pointer"}, encoding: {tooltip}}],
+    background: null, config: {view: {stroke: null}},
+    encoding: {x: {field: escape(x), type: "quantitative", scale: {type: "log", base: 2, padding: 14}, title,
+                   axis: x === "dim" ? {values: [...new Set(rows.map((r) => r.dim))].sort((a, b) => a - b)}
+                                     : {format: ".3~s", labelOverlap: "greedy"}},
+               y: {field: escape(metric), type: "quantitative", scale: {zero: false, padding: 10}, title: metric},
+               color: {field: "_series", type: "nominal", title: null,
+                       scale: {scheme: series > 10 ? "tableau20" : "tableau10"},
+                       legend: {orient: "bottom", columns: container.clientWidth < 500 ? 1 : 2, labelLimit: 260, symbolLimit: 40}},
+               strokeDash: {field: "_style", type: "nominal", title: null, legend: null}},
+    layer: [{mark: {type: "line", opacity: 0.7, strokeWidth: 1.6}},
+            {mark: {type: "point", filled: true, size: 70, opacity: 0.9, cursor: "pointer"},
+             encoding: {tooltip, shape: {field: "_style", type: "nominal", title: null, legend: null}}}],
   };
   const {view} = await window.vegaEmbed(container, spec, {renderer: "svg", actions: false});
   view.addEventListener("click", (_, item) => { if (item?.datum?._row !== undefined) pick(item.datum, study); });
