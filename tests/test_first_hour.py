@@ -321,3 +321,13 @@ def test_reading_details_html_code_pdf_title_and_heading_rst_language(tmp_path):
     assert pdf.title.startswith("The Pulley Handbook") and "handbook v2" not in pdf.title
     assert pdf.text == "Pulleys lift loads with ropes." and pdf.heading == "Pulley Basics"
     assert by_source["guide.rst"].text.startswith("```python\nprint(sum([1, 2]))")
+
+
+def test_the_agent_never_rewrites_a_question_into_a_search_it_already_ran():
+    """`rag ask x` rewrote "x" to "x" four times."""
+    import rag
+
+    result = rag.ask("x", retriever="bm25")
+    searched = [q for s in result["steps"] if s["node"] == "retrieve" for q in s["queries"]]
+    assert len(searched) == len({q.lower() for q in searched}), searched
+    assert [s["node"] for s in result["steps"]].count("rewrite") <= 2
