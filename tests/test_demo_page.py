@@ -323,6 +323,8 @@ def test_with_builds_off_the_page_offers_what_is_built_and_says_what_builds_the_
     a = {f: driver.find_element("id", f"compare-a-{f}").get_attribute("value") for f in ("dim", "index", "corpus")}
     b = {f: driver.find_element("id", f"compare-b-{f}").get_attribute("value") for f in ("dim", "index", "corpus")}
     assert a == b == {"dim": "384", "index": "flat", "corpus": "builtin"}
+    offered = lambda select: [o.get_attribute("value") for o in by_css(driver, f"#{select} option")]  # noqa: E731
+    assert offered("ask-index") == ["flat"] and offered("compare-b-dim") == ["", "384"]  # only what is built
     note = driver.find_element("id", "compare-note").text
     assert "Only one index of builtin is built" in note and "rag index build --corpus builtin" in note, note
     driver.find_element("id", "compare-run").click()

@@ -24,7 +24,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from rag.config import VERSION, RagError
 from rag.index.store import list_indexes as store_listing
-from rag.retrieve import RetrievalSettings
+from rag.retrieve import RETRIEVER_KINDS, RetrievalSettings
 from rag.serve.demo import add_demo
 from rag.serve.guard import ApiKey, BodyGuard, Observe
 from rag.serve.models import (
@@ -139,7 +139,8 @@ def add_routes(app: FastAPI, service: Service, started: float) -> None:
         """What this server serves: the allowed values of every request field, defaults and limits, and the
         configurations that are built or buildable now (`configurations`, each with its /v1 model id: the page's
         pickers and Side by side defaults come from it)."""
-        return {**policy.public(), "configurations": served_configurations(service)}
+        kinds = {name: {"dense": k.dense, "sparse": k.sparse} for name, k in RETRIEVER_KINDS.items()}
+        return {**policy.public(), "configurations": served_configurations(service), "retriever_kinds": kinds}
 
     @app.get("/indexes")
     def indexes() -> dict:

@@ -91,7 +91,7 @@ async function* sseEvents(response) {
 function buildPickers(fieldset, prefix, extra = [], preset = {}) {
   for (const name of [...FIELDS, ...extra]) {
     const select = el("select", {id: `${prefix}-${name}`, name});
-    const values = name === "dim" ? (state.config.allow.dim ?? DIMS) : state.config.allow[name];
+    const values = pickerValues(name);
     for (const v of values) select.append(el("option", {value: v}, v === "" ? "full width" : v));
     if (!setValue(select, preset[name])) setValue(select, state.config.defaults[name]);
     fieldset.append(el("label", {}, name === "dim" ? "d " : `${name} `, select));
@@ -184,6 +184,12 @@ async function runAsk(event) {
   const question = $("ask-question").value.trim();
   if (!question) return;
   const settings = readSettings("ask");
+  const missing = notServed(settings);
+  if (missing) {
+    $("ask-status").textContent = `${describe(settings)}: ${missing}`;
+    document.body.dataset.askState = "not-built";
+    return;
+  }
   const body = {question, ...settings, llm: $("ask-llm").value};
   for (const id of ["ask-steps", "ask-answer", "ask-citations", "ask-timings"]) $(id).replaceChildren();
   $("ask-run").disabled = true;
@@ -211,7 +217,26 @@ async function runAsk(event) {
 // ------------------------------------------------------------------ Side by side
 const SETTING_KEYS = ["corpus", "encoder", "dim", "index", "reduce"];
 const sameIndex = (a, b) => SETTING_KEYS.every((k) => a[k] === b[k]);
-const served = (config, r) => config.configurations.some((c) => sameIndex(c, r) && c.retriever === r.retriever);
+// Whether the server answers these settings now: a configuration it lists with the same corpus and retriever, and
+// the same index where the retriever searches one (the retriever kinds come from /config, never spelled here).
+const served = (config, r) => config.configurations.some((c) => c.corpus === r.corpus && c.retriever === r.retriever &&
+  (!config.retriever_kinds?.[r.retriever]?.dense || sameIndex(c, r)));
+
+// What a picker offers: with builds off, only values some served configuration uses; with builds on, the policy's.
+function pickerValues(name) {
+  const config = state.config;
+  if (config.build_missing || !config.configurations?.length || !FIELDS.includes(name)) {
+    return name === "dim" ? (config.allow.dim ?? DIMS) : config.allow[name];
+  }
+  const used = config.configurations.map((c) => (c[name] === null || c[name] === undefined ? "" : String(c[name])));
+  return [...new Set(used)].sort((a, b) => (name === "dim" ? Number(a) - Number(b) : a.localeCompare(b)));
+}
+
+// Before a request: settings this server would not answer say how to build them, instead of a 404.
+function notServed(settings) {
+  if (state.config.build_missing || served(state.config, settings)) return "";
+  return `not built on this server; build it with: ${buildCommand(settings)} (or start rag serve --build-missing)`;
+}
 
 function buildCommand(r) {
   const parts = ["rag index build", `--corpus ${r.corpus}`, `--encoder ${r.encoder}`];
@@ -267,6 +292,14 @@ async function runCompare(event) {
   event?.preventDefault();
   const question = $("compare-question").value.trim();
   if (!question) return;
+  for (const side of ["a", "b"]) {
+    const missing = notServed(readSettings(`compare-${side}`));
+    if (missing) {
+      $("compare-status").textContent = `${side.toUpperCase()}: ${missing}`;
+      document.body.dataset.compareState = "not-built";
+      return;
+    }
+  }
   $("compare-run").disabled = true;
   $("compare-status").textContent = "searching ...";
   document.body.dataset.compareState = "running";
@@ -390,8 +423,8 @@ function pick(row, study) {
   location.hash = "#ask";
   $("ask-status").textContent = `settings from the study row: ${describe(wanted)}` +
     (refused.length ? `; not served here: ${refused.map(([n, v]) => `${n}=${v}`).join(", ")}` : "");
-  const chosen = readSettings("ask");
-  const built = state.config.build_missing || served(state.config, chosen);
+  const chosen = {...readSettings("ask"), ...(study.kind === "retrieval" ? wanted : {})};
+  const built = state.config.build_missing || (!refused.length && served(state.config, chosen));
   document.body.dataset.pickBuilt = built ? "1" : "0";
   $("ask-run").disabled = !built;
   if (!built) {
