@@ -33,7 +33,8 @@ def test_search_updates_a_changed_folder_first_and_no_update_refuses(cli, tmp_pa
     folder = notes(tmp_path / "notes")
     built = cli(["index", "build", "--corpus", folder, "--json"])
     assert built.exit_code == 0, built.output
-    (folder / "ops" / "keys" / "note1.md").write_text("# Note 1\n\nRotate the zorblax keys every ninety days.\n")
+    run = os.urandom(4).hex()  # new text every run: no cache holds its vector
+    (folder / "ops" / "keys" / "note1.md").write_text(f"# Note 1\n\nRotate the zorblax keys every ninety days {run}.\n")
     fresh_process()
     result = cli(["search", "how often are zorblax keys rotated?", "--corpus", folder, "-k", 1, "--json"])
     assert result.exit_code == 0, result.output
