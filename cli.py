@@ -54,6 +54,11 @@ def usage_line(exc: ClickException) -> str:
     return f"{' '.join(exc.format_message().split())} (see {where} --help)"
 
 
+def shows_help(exc: ClickException) -> bool:
+    """`rag` or `rag index` alone: the help is the answer, shown as typer shows it."""
+    return type(exc).__name__ == "NoArgsIsHelpError"
+
+
 def quiet_broken_pipe() -> None:
     """The reader of our output went away (`rag index list | head -1`): point stdout at /dev/null so that the final
     flush cannot fail either, and stop without a word, exit code 1 (Python's recipe, and what rich does for help)."""
@@ -64,6 +69,16 @@ def quiet_broken_pipe() -> None:
 
 class RagGroup(TyperGroup):
     """The root group: RagWarnings become `warning:` lines, and no exception leaves as a traceback."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        """The root's own options (`rag --bogus`): a usage error in one line too."""
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except ClickException as exc:
+            if shows_help(exc):
+                raise
+            err_console.print(f"[bold red]error:[/] {safe(usage_line(exc))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
 
     def invoke(self, ctx):
         debug = bool(ctx.params.get("debug"))
@@ -76,6 +91,8 @@ class RagGroup(TyperGroup):
             try:
                 return super().invoke(ctx)
             except ClickException as exc:  # a usage error: one line, not rich's box
+                if shows_help(exc):
+                    raise
                 err_console.print(f"[bold red]error:[/] {safe(usage_line(exc))}", highlight=False, soft_wrap=True)
                 raise typer.Exit(exc.exit_code) from None
             except BrokenPipeError:

@@ -198,6 +198,11 @@ def test_usage_errors_are_one_line_with_exit_2_and_flags_show_no_placeholder(cli
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "No such option: --jsn" in lines[0] and "--help" in lines[0], result.output
+    for args, message in ((["--bogus"], "No such option: --bogus"), (["index", "lst"], "No such command 'lst'")):
+        result = cli(args)
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert result.exit_code == 2 and len(lines) == 1 and message in lines[0], result.output
+    assert cli([]).exit_code == 2 and "Usage" in cli([]).output  # `rag` alone still shows the help
     help_text = cli(["search", "--help"]).output
     assert "<bool>" not in help_text and "--json" in help_text
 
