@@ -121,7 +121,7 @@ def test_where_hint_suggests_a_folder_glob_and_never_for_a_match():
     assert where_hint("source=ops/**", sources) is None and where_hint(None, sources) is None
     hint = where_hint("source=ops", sources)
     assert "did you mean --where 'source=ops/**' (2 sources)?" in hint
-    assert "Closest sources:" in where_hint("source=nothing/*.rst", sources)
+    assert "in the corpus. Closest sources: " in where_hint("source=nothing/*.rst", sources)
 
 
 # ---------------------------------------------------------------- 4. only servable things are offered

@@ -33,5 +33,7 @@ def where_hint(where: str | None, sources: list[str], corpus: str = "the corpus"
                 f"({len(hits):,} source{'s' if len(hits) != 1 else ''})?"
             )
             break
+    else:
+        line += "."
     close = difflib.get_close_matches(pattern, unique, n=shown, cutoff=0.0) or unique[:shown]
     return line + " Closest sources: " + ", ".join(close)
