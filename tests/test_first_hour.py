@@ -228,8 +228,8 @@ def test_tables_keep_their_key_columns_whole_at_80_columns(cli, tmp_path, monkey
     out = narrow_console(monkeypatch, index_cmd)
     assert cli(["index", "list"]).exit_code == 0
     text = out.file.getvalue()
-    assert "…" not in text and "vectors" in text and "ivf-flat" in text and "minilm" in text, text
-    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text and "vectors" in text and "minilm-d128-ivf-flat" in text, text
+    assert max(len(line) for line in text.splitlines()) <= 80 and " cpu" in text  # the last column too
 
     row = {"encoder": "smollm2-input-wbm25", "dim": 128, "reduce": "distill-itq", "index": "opq-pq", "code_bytes": 16}
     rows = [{**row, "index_mb": 0.08, "ndcg@10": 0.612, "share": 0.95, "fits": True}]

@@ -128,15 +128,16 @@ def progress_bar(description: str, enabled: bool = True):
 
 def key_table(columns: list[tuple[str, bool]], rows: list[list[str]], **options):
     """A rich Table whose key columns (True: names, d, kinds, counts) stay whole at any width, down to 80 columns;
-    the other columns (paths, notes) fold onto more lines instead of being cut with an ellipsis. A key cell over 32
-    characters folds too."""
+    the other columns (paths, notes) fold onto more lines instead of being cut with an ellipsis. A key column whose
+    cells run over 24 characters (a folder corpus's long name) folds too, so that the short ones keep their room."""
     from rich.table import Table
 
     table = Table(**options)
     for i, (name, key) in enumerate(columns):
         if key:
             width = max([len(name)] + [len(str(row[i])) for row in rows])
-            table.add_column(name, no_wrap=width <= 32, min_width=min(width, 32), overflow="fold")
+            long = width > 24
+            table.add_column(name, no_wrap=not long, min_width=12 if long else width, overflow="fold")
         else:
             table.add_column(name, overflow="fold")
     for row in rows:

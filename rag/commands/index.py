@@ -139,21 +139,25 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="Machine-readabl
     if not rows:
         console.print("No indexes yet. Build one: rag index build --corpus builtin --encoder minilm --index flat")
         return
-    columns = [(name, True) for name in ("corpus", "encoder", "d", "kind", "reduce", "vectors", "index B", "files B")]
+    from rich import box
+
+    # corpus and name are what `rag index info corpus/name` takes; the name holds encoder, d, kind and reducer
+    columns = [(name, True) for name in ("corpus", "name", "vectors", "index B", "files B", "device")]
     cells = [
         [
-            safe(m.get("corpus_safe_name") or m["corpus"]),  # a folder corpus by its short name; its path is below
-            *(safe(m[key]) for key in ("encoder", "dim", "kind", "reduce", "vectors")),
+            safe(m.get("corpus_safe_name") or m["corpus"]),  # a folder corpus by its short name (--json: its path)
+            safe(Path(m["path"]).name),
+            safe(m["vectors"]),
             f"{m.get('index_bytes', 0):,}",
             f"{m['bytes']:,}",
             safe(m["device"]),
-            safe(m["path"]),
         ]
         for m in rows
     ]
-    console.print(key_table(columns + [("device", False), ("path", False)], cells))
+    console.print(key_table(columns, cells, box=box.SIMPLE_HEAD))
     console.print(
-        "[dim]index B: the FAISS index alone (what `rag index build` reports); files B: every file of the version "
+        "[dim]name: <encoder>-d<d>-<kind>[-<reducer>] (rag index info <corpus>/<name>; --json gives paths); "
+        "index B: the FAISS index alone (what `rag index build` reports); files B: every file of the version "
         "(index, passages, reducer, probe)[/]"
     )
 
