@@ -28,7 +28,7 @@ def _search(question, settings, as_json, no_update=False):
 
     question = check_question(question)
     settings = settings.validated()
-    with progress_bar(f"building the {settings.index} index (first use): encoding", enabled=not as_json) as progress:
+    with progress_bar(f"encoding passages for the {settings.index} index", enabled=not as_json) as progress:
         r = open_retriever(settings, progress=progress, update=not no_update)
     hits = r.search(question)
     explain_empty_filter(r, hits)
