@@ -23,6 +23,8 @@ demo: install
 	$(BIN)/rag index build --corpus builtin --encoder minilm --index flat
 	$(BIN)/rag search "How many parameters does a 50k x 768 embedding table have?" -k 3
 	$(BIN)/rag ask "What does the embedding dimension control, and how many parameters does a 50k×768 table have?"
+	@echo
+	@echo "The rag command is in $(VENV). In each new shell, first run:  source $(VENV)/bin/activate"
 
 # The demo page's browser tests (tests/test_demo_page.py) need chromium and chromedriver; they are skipped without
 # them. Installed with apt-get where it can (root, or sudo without a password); this never fails the build.

@@ -7,11 +7,13 @@ the library raises is printed as one `warning:` line.
 
 from __future__ import annotations
 
+import os
+import sys
 import traceback
 import warnings
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 try:  # typer ≥ 0.2x carries its own copy of click; its exceptions are the ones it handles
     from typer._click.exceptions import ClickException
@@ -33,8 +35,50 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}"[:500]
 
 
+def flag_display_type(display_type_rich):
+    """typer shows `<bool>` beside an on/off flag such as --json, as if it took a value (`--json true` is an error):
+    flags show no placeholder."""
+
+    def display(self, ctx):
+        return None if self.is_flag else display_type_rich(self, ctx)
+
+    return display
+
+
+TyperOption.display_type_rich = flag_display_type(TyperOption.display_type_rich)
+
+
+def usage_line(exc: ClickException) -> str:
+    """A usage error as one line: the message and where help is (exit code 2, the convention, is kept)."""
+    where = getattr(getattr(exc, "ctx", None), "command_path", "") or "rag"
+    return f"{' '.join(exc.format_message().split())} (see {where} --help)"
+
+
+def shows_help(exc: ClickException) -> bool:
+    """`rag` or `rag index` alone: the help is the answer, shown as typer shows it."""
+    return type(exc).__name__ == "NoArgsIsHelpError"
+
+
+def quiet_broken_pipe() -> None:
+    """The reader of our output went away (`rag index list | head -1`): point stdout at /dev/null so that the final
+    flush cannot fail either, and stop without a word, exit code 1 (Python's recipe, and what rich does for help)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise typer.Exit(1)
+
+
 class RagGroup(TyperGroup):
     """The root group: RagWarnings become `warning:` lines, and no exception leaves as a traceback."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        """The root's own options (`rag --bogus`): a usage error in one line too."""
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except ClickException as exc:
+            if shows_help(exc):
+                raise
+            err_console.print(f"[bold red]error:[/] {safe(usage_line(exc))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
 
     def invoke(self, ctx):
         debug = bool(ctx.params.get("debug"))
@@ -46,7 +90,14 @@ class RagGroup(TyperGroup):
             )
             try:
                 return super().invoke(ctx)
-            except (typer.Exit, typer.Abort, ClickException, SystemExit):
+            except ClickException as exc:  # a usage error: one line, not rich's box
+                if shows_help(exc):
+                    raise
+                err_console.print(f"[bold red]error:[/] {safe(usage_line(exc))}", highlight=False, soft_wrap=True)
+                raise typer.Exit(exc.exit_code) from None
+            except BrokenPipeError:
+                quiet_broken_pipe()
+            except (typer.Exit, typer.Abort, SystemExit):
                 raise
             except Exception as exc:  # noqa: BLE001 - the last line of defence
                 if debug:

@@ -13,14 +13,28 @@ k, fusion, weight, where) and is validated the same way as the CLI's options: a 
 
 from __future__ import annotations
 
-from dataclasses import replace
+import difflib
+from dataclasses import fields, replace
 
 from rag.agent.settings import DEFAULT_AGENT, AgentSettings
-from rag.config import check_question
+from rag.config import RagError, check_question
 from rag.retrieve import Hit, RetrievalSettings
 from rag.retrieve import open_retriever as pooled_retriever
 
 __all__ = ["Searcher", "open_retriever", "ask", "as_langchain_retriever"]
+
+
+def retrieval_settings(corpus: str, settings: dict) -> RetrievalSettings:
+    """RetrievalSettings from keywords; an unknown keyword is a RagError that lists the accepted names and suggests
+    the closest (`dimension` -> `dim`), not a TypeError from the dataclass."""
+    accepted = [f.name for f in fields(RetrievalSettings) if f.name != "corpus"]
+    for name in settings:
+        if name not in accepted:
+            close = [a for a in accepted if len(a) > 1 and (name.startswith(a) or a.startswith(name))]
+            close = close or difflib.get_close_matches(name, accepted, n=1, cutoff=0.5)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise RagError(f"unknown setting '{name}'; {hint}accepted: {', '.join(accepted)}")
+    return RetrievalSettings(corpus=str(corpus), **settings)
 
 
 class Searcher:
@@ -49,7 +63,7 @@ class Searcher:
 def open_retriever(corpus: str = "builtin", **settings) -> Searcher:
     """A Searcher over a corpus (builtin, scifact, hotpotqa, squad, a folder or a BEIR folder); the index is loaded
     now, and built first if it is missing."""
-    searcher = Searcher(RetrievalSettings(corpus=str(corpus), **settings))
+    searcher = Searcher(retrieval_settings(corpus, settings))
     _ = searcher.retriever  # open (or build) now, so that errors surface here and the first search is fast
     return searcher
 
@@ -66,7 +80,7 @@ def ask(
     from rag.agent import run_agent
 
     agent = AgentSettings(llm=llm, max_steps=max_steps).validated()
-    validated = RetrievalSettings(corpus=str(corpus), **settings).validated()
+    validated = retrieval_settings(corpus, settings).validated()
     return run_agent(check_question(question), validated, agent)
 
 

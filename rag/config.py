@@ -43,6 +43,19 @@ def runtime_environment() -> None:
     # OpenMP threads sleep instead of spinning between parallel regions. On a busy 2-core box a spinning pool
     # made one MiniLM query take ~490 ms instead of ~13 ms (measured side by side).
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    quiet_libraries()
+
+
+# Libraries that log their own chatter at INFO/DEBUG: faiss's loader says at every start that it found no AVX512
+# build (with a ModuleNotFoundError in the text), bm25s logs each index build at DEBUG. Shown only from WARNING up.
+QUIET_LOGGERS = ("faiss.loader", "faiss", "bm25s")
+
+
+def quiet_libraries() -> None:
+    import logging
+
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def data_dir() -> Path:

@@ -1,12 +1,12 @@
 #!/usr/bin/env python
 """The demo page in headless chromium: page load to the first streamed agent step, and screenshots of its views.
 
-    .venv/bin/python scripts/demo_page.py [--runs 5] [--shots docs/demo]
+    .venv/bin/python scripts/demo_page.py [--runs 5] [--shots docs/demo] [--widths 1400,800]
 
 Starts `rag serve` (builtin corpus, warm default retriever, builds on) on a free 127.0.0.1 port, then loads
 /?q=...&run=1 RUNS times, each in a fresh tab session, and prints performance.now() at the first `step` event
 (milliseconds from navigation start), at /config, and at the answer. With --shots, saves ask.png, compare.png
-and study.png (palette PNGs) there. Needs chromium + chromedriver (apt-get install chromium chromium-driver).
+and study.png (palette PNGs) there at the first --widths, and ask-<w>.png, ... at each other width. Needs chromium + chromedriver (apt-get install chromium chromium-driver).
 """
 
 from __future__ import annotations
@@ -81,27 +81,28 @@ def shot(driver, path: Path) -> None:
     print(f"wrote {path} ({path.stat().st_size // 1024} KiB)")
 
 
-def screenshots(driver, url: str, out: Path) -> None:
+def screenshots(driver, url: str, out: Path, suffix: str = "") -> None:
     out.mkdir(parents=True, exist_ok=True)
     first_step(driver, url)
     driver.execute_script("document.getElementById('cite-1')?.scrollIntoView({block: 'nearest'})")
-    shot(driver, out / "ask.png")
+    shot(driver, out / f"ask{suffix}.png")
     driver.get(url + "/#compare")
     wait(driver, "return document.body.dataset.ready")
-    for _ in range(2):  # the first run may build the d=64 ivf-pq index; the screenshot shows the second
+    for _ in range(2):  # the first run may build column B's index; the screenshot shows the second
         driver.execute_script("document.body.dataset.compareState = ''")
         driver.find_element("id", "compare-run").click()
         wait(driver, "return ['done', 'error'].includes(document.body.dataset.compareState)")
-    shot(driver, out / "compare.png")
+    shot(driver, out / f"compare{suffix}.png")
     driver.get(url + "/#study")
     wait(driver, "return document.querySelectorAll('#chart-bytes .role-mark.mark-symbol path').length > 0", 60)
-    shot(driver, out / "study.png")
+    shot(driver, out / f"study{suffix}.png")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--shots", type=Path, default=None)
+    parser.add_argument("--widths", default="1280", help="window widths for the screenshots, e.g. 1400,800")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="rag-demo-page-"))
     port, log = free_port(), tmp / "server.log"
@@ -124,7 +125,9 @@ def main() -> None:
             f"{statistics.median(steps):.0f} ms (min {min(steps):.0f}, max {max(steps):.0f})"
         )
         if args.shots:
-            screenshots(driver, url, args.shots)
+            for i, width in enumerate(int(w) for w in args.widths.split(",")):
+                driver.set_window_size(width, 1000)
+                screenshots(driver, url, args.shots, "" if i == 0 else f"-{width}")
     finally:
         if driver is not None:
             driver.quit()

@@ -127,7 +127,7 @@ def test_import_rag_stays_light():
 
 def readme_python_blocks() -> list[str]:
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Python API", 1)[1].split("\n## ", 1)[0]
+    section = text.split("\n### Python\n", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
     return re.findall(r"```python\n(.*?)```", section, flags=re.S)
 
 

@@ -4,6 +4,7 @@ process, free 127.0.0.1 port, real MiniLM + FAISS). Skipped, with the reason, wh
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -182,7 +183,9 @@ def test_ask_streams_steps_then_the_cited_answer(site):
 def test_side_by_side_marks_overlap_latency_and_index_size(site):
     driver = open_page(site, "/#compare")
     assert driver.find_element("id", "compare-a-dim").get_attribute("value") == "384"
-    assert driver.find_element("id", "compare-b-index").get_attribute("value") == "ivf-pq"
+    # builds on, one index built: B is that index at a quarter of its width (built on request), no spelled kind
+    assert driver.find_element("id", "compare-b-dim").get_attribute("value") == "96"
+    assert driver.find_element("id", "compare-b-index").get_attribute("value") == "flat"
     choose(driver, "compare-b-dim", "64")
     driver.find_element("id", "compare-run").click()
     wait_until(
@@ -274,3 +277,150 @@ def test_api_key_is_asked_once_per_tab(site, inprocess_server):
     driver.refresh()  # same tab: the key is kept, no second prompt
     wait_until(lambda: driver.execute_script("return document.body.dataset.ready === '1'"), 20, "the pickers")
     assert driver.find_element("id", "key-dialog").get_attribute("open") is None
+
+
+def docs_operations(driver) -> list[str]:
+    return [e.text.replace("\u200b", "") for e in by_css(driver, "#swagger-ui .opblock-summary-path")]
+
+
+def test_docs_renders_the_openapi_31_operations(site):
+    """Issue 24: Swagger UI 4 showed "Unable to render this definition" for FastAPI's OpenAPI 3.1 schema."""
+    driver = site["driver"]
+    driver.get(site["url"] + "/docs")
+    paths = wait_until(lambda: docs_operations(driver), 30, "the operations in Swagger UI")
+    assert {"/search", "/ask", "/config", "/v1/models", "/v1/chat/completions"} <= set(paths), paths
+    body = driver.find_element("css selector", "body").text
+    assert "Unable to render" not in body and "valid version field" not in body
+    assert "3.1" in driver.find_element("css selector", "#swagger-ui .info").text  # the OAS badge
+
+
+def test_docs_with_a_key_asks_for_it_then_renders(site, inprocess_server):
+    key = "docs-key-" + "y" * 24
+    url = inprocess_server(api_key=key, warm=[])
+    assert httpx.get(url + "/docs").status_code == 200 and httpx.get(url + "/openapi.json").status_code == 401
+    driver = site["driver"]
+    driver.get(url + "/docs")
+    dialog = wait_until(
+        lambda: [d for d in by_css(driver, "#key-dialog") if d.get_attribute("open") is not None], 20, "the key dialog"
+    )[0]
+    dialog.find_element("id", "key-input").send_keys(key)
+    dialog.find_element("id", "key-submit").click()
+    paths = wait_until(lambda: docs_operations(driver), 30, "the operations after the key")
+    assert "/search" in paths
+
+
+def test_with_builds_off_the_page_offers_what_is_built_and_says_what_builds_the_rest(
+    site, inprocess_server, tmp_path, monkeypatch
+):
+    """Issue 24: Side by side's column B and a Study point's configuration led to 404s on a fresh install."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    monkeypatch.setenv("RAG_STUDY_DIR", str(write_study(tmp_path / "study" / "tiny").parent))
+    url = inprocess_server()  # builds off; the default index warm (built) and nothing else
+    driver = site["driver"]
+    driver.get(url + "/#compare")
+    wait_until(lambda: driver.execute_script("return document.body.dataset.ready === '1'"), 30, "the pickers")
+    a = {f: driver.find_element("id", f"compare-a-{f}").get_attribute("value") for f in ("dim", "index", "corpus")}
+    b = {f: driver.find_element("id", f"compare-b-{f}").get_attribute("value") for f in ("dim", "index", "corpus")}
+    assert a == b == {"dim": "384", "index": "flat", "corpus": "builtin"}
+    offered = lambda select: [o.get_attribute("value") for o in by_css(driver, f"#{select} option")]  # noqa: E731
+    assert offered("ask-index") == ["flat"] and offered("compare-b-dim") == ["", "384"]  # only what is built
+    note = driver.find_element("id", "compare-note").text
+    assert "Only one index of builtin is built" in note and "rag index build --corpus builtin" in note, note
+    driver.find_element("id", "compare-run").click()
+    wait_until(lambda: driver.execute_script("return document.body.dataset.compareState === 'done'"), 120, "A and B")
+
+    driver.get(url + "/#study")
+    wait_until(lambda: "study/tiny" in driver.find_element("id", "study-name").text, 30, "the study list")
+    from selenium.webdriver.support.ui import Select
+
+    Select(driver.find_element("id", "study-name")).select_by_value("study/tiny")
+    points = lambda: by_css(driver, "#chart-dim .role-mark.mark-symbol path")  # noqa: E731
+    wait_until(lambda: len(points()) == len(STUDY) + 1, 30, "the chart points")
+    target = next(p for p in points() if (p.get_attribute("aria-label") or "").startswith("d (log): 128;"))
+    ActionChains(driver).move_to_element(target).perform()
+    target.click()
+    wait_until(lambda: driver.execute_script("return location.hash") == "#ask", 10, "the switch to Ask")
+    status = driver.find_element("id", "ask-status").text
+    assert "not built on this server" in status and "rag index build --corpus scifact" in status, status
+    assert driver.find_element("id", "ask-run").get_attribute("disabled") is not None
+
+
+def write_rough_studies(root: Path) -> None:
+    """A retrieval study with 15 series (3 of them identical: flat, hnsw, sq8) and long floats, and an LM study whose
+    model bytes run from 8,388,608 to 536,870,912."""
+    rows = []
+    for s in range(12):
+        for d, q in STUDY:
+            rows.append({"dataset": "hotpotqa", "encoder": f"enc{s}", "reduce": "pca", "dim": d, "index": "flat",
+                         "retriever": "dense", "ndcg@10": q - 0.01 * s + 0.000927, "search_ms_p50": 39.7985,
+                         "bytes_per_vector": 4.0 * d})  # fmt: skip
+    for kind in ("flat", "hnsw", "sq8"):
+        for d, q in STUDY:
+            rows.append({"dataset": "hotpotqa", "encoder": "minilm", "reduce": "pca", "dim": d, "index": kind,
+                         "retriever": "dense", "ndcg@10": q, "search_ms_p50": 1.5, "bytes_per_vector": 4.0 * d})  # fmt: skip
+    (root / "rough").mkdir(parents=True)
+    write_csv(rows, root / "rough" / "results.csv")
+    lm = [{"dim": d, "val_ppl": 150.0 * d / 128, "bytes_fp32": 4 * p, "pos": "learned", "tied": True}
+          for d, p in ((128, 2_097_152), (256, 7_340_032), (512, 24_117_248), (1024, 134_217_728))]  # fmt: skip
+    (root / "lm").mkdir(parents=True)
+    with open(root / "lm" / "results.csv", "w", newline="") as f:  # the LM sweep's own columns
+        writer = csv.DictWriter(f, fieldnames=list(lm[0]))
+        writer.writeheader()
+        writer.writerows(lm)
+
+
+def test_study_charts_read_cleanly(site, inprocess_server, tmp_path, monkeypatch):
+    """Issue 24: raw floats in tooltips, '8.388608M' axis labels with the d=1024 point clipped, 15 series in pale
+    repeating colours, identical series drawn as one line, a white chart background wider than its card."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.support.ui import Select
+
+    write_rough_studies(tmp_path / "study")
+    monkeypatch.setenv("RAG_STUDY_DIR", str(tmp_path / "study"))
+    url = inprocess_server(warm=[])
+    driver = site["driver"]
+    driver.get(url + "/#study")
+    wait_until(lambda: "study/rough" in driver.find_element("id", "study-name").text, 30, "the study list")
+    Select(driver.find_element("id", "study-name")).select_by_value("study/rough")
+    symbols = lambda chart: by_css(driver, f"#{chart} .role-mark.mark-symbol path")  # noqa: E731
+    wait_until(lambda: len(symbols("chart-dim")) == 15 * len(STUDY), 30, "75 points")
+    fills = {p.get_attribute("fill") for p in symbols("chart-dim")}
+    assert len(fills) == 15, fills  # every series its own colour
+    dashes = {p.get_attribute("stroke-dasharray") for p in by_css(driver, "#chart-dim .role-mark.mark-line path")}
+    assert len(dashes) >= 3, dashes  # flat, hnsw and sq8 lie on each other, drawn solid, dashed and dotted
+    for chart in ("chart-dim", "chart-bytes"):
+        box = driver.execute_script(
+            "const c = document.getElementById(arguments[0]), s = c.querySelector('svg');"
+            "return [c.getBoundingClientRect().right, s.getBoundingClientRect().right];",
+            chart,
+        )
+        assert box[1] <= box[0] + 0.5, box  # the chart's background stays inside its card
+    target = next(p for p in symbols("chart-dim") if "enc3" in (p.get_attribute("aria-label") or ""))
+    ActionChains(driver).move_to_element(target).perform()
+    tip = wait_until(lambda: by_css(driver, "#vg-tooltip-element.visible"), 10, "the tooltip")[0].text
+    assert "39.8" in tip and "39.7985" not in tip and ".000927" not in tip, tip
+
+    Select(driver.find_element("id", "study-name")).select_by_value("study/lm")
+    wait_until(
+        lambda: len(symbols("chart-bytes")) == 4,
+        30,
+        "the LM points (%s)" % driver.find_element("id", "study-status").text,
+    )
+    labels = [t.text for t in by_css(driver, "#chart-bytes .role-axis-label text") if t.text]
+    assert labels and not any(len(label.rstrip("kMG")) > 5 for label in labels), labels  # '537M', not '536.870912M'
+    right = driver.execute_script(
+        "const s = document.querySelector('#chart-bytes svg').getBoundingClientRect().right;"
+        "return Math.max(...[...document.querySelectorAll('#chart-bytes .role-mark.mark-symbol path')]"
+        ".map(p => p.getBoundingClientRect().right)) <= s;"
+    )
+    assert right  # the d=1024 point is inside the chart
+
+
+def test_side_by_side_badges_never_wrap(site):
+    driver = open_page(site, "/#compare")
+    style = driver.execute_script(
+        "const b = document.createElement('span'); b.className = 'badge'; document.body.append(b);"
+        "return getComputedStyle(b).whiteSpace;"
+    )
+    assert style == "nowrap"

@@ -43,7 +43,8 @@ def test_adding_one_file_encodes_only_its_passages(cli, docs):
     assert json.loads(built.stdout)["vectors"] == 200
     run = os.urandom(4).hex()  # new text every run: no cache can hold it
     write_doc(docs, "added", f"zeppelin{run}")
-    stale = cli(["search", "zeppelin", "--corpus", docs, "--dim", 32])  # the index no longer matches the folder
+    # the index no longer matches the folder; --no-update refuses it (without, search would update first)
+    stale = cli(["search", "zeppelin", "--corpus", docs, "--dim", 32, "--no-update"])
     assert stale.exit_code == 1 and f"rag index update --corpus {docs}" in " ".join(stale.output.split())
     result = cli(["index", "update", "--corpus", docs, "--json"])
     assert result.exit_code == 0, result.output

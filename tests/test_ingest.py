@@ -41,7 +41,7 @@ def test_every_format_is_read_with_its_metadata(corpus):
         (2, "A block and tackle multiplies force."),
     ]
     rst = by_source(corpus, "sprocket.rst")
-    assert rst[1].heading == "Sprocket Manual › Maintenance" and "```\noil(chain)\n```" in rst[1].text
+    assert rst[1].heading == "Sprocket Manual › Maintenance" and "```python\noil(chain)\n```" in rst[1].text
     assert all(p.mtime and p.mtime > 0 for p in corpus.passages)
     stored = json.loads(json.dumps(corpus.passages[0].as_dict()))
     assert {"id", "title", "source", "text", "mtime"} <= stored.keys()

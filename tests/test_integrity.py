@@ -437,7 +437,7 @@ def test_a_long_encode_says_how_long_before_it_starts(tmp_path, monkeypatch):
         (folder / f"d{i}.md").write_text(f"# Doc {i} {run}\n\nwords about vectors number {i}.\n")
     corpus = load_corpus(str(folder))
     with pytest.warns(
-        RagWarning, match=r"encoding 8 passages with minilm will take about \d+ minutes here \([\d.]+ passages/s"
+        RagWarning, match=r"encoding 8 passages with minilm will take about \d+ minute\(s\) here \([\d.]+ passages/s"
     ):
         vectors = cache.embed_corpus(corpus, get_encoder("minilm"))
     assert vectors.shape == (40, 384) and np.isfinite(vectors).all()

@@ -50,7 +50,7 @@ def test_health_docs_and_openapi(server):
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
     assert "cdn" not in docs.text and "https://" not in docs.text  # works offline: assets come from this server
     for asset in ("swagger-ui-bundle.js", "swagger-ui.css"):
-        assert httpx.get(server["url"] + "/docs/assets/" + asset).status_code == 200
+        assert httpx.get(server["url"] + "/static/vendor/swagger-ui/" + asset).status_code == 200
     paths = httpx.get(server["url"] + "/openapi.json").json()["paths"]
     assert {
         "/ask",

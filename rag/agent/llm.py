@@ -17,9 +17,11 @@ import re
 from collections import Counter
 
 from rag.agent.text import content_words, entities, is_injection, neutralise, sentences, words
-from rag.config import valid_choice
+from rag.config import RagError, valid_choice
 
 LLM_BACKENDS = ("extractive", "local", "openai")  # the one list of backend names; CLI, HTTP and eval read it
+# The environment each backend cannot run without: checked before any work starts (check_backend_settings).
+REQUIRED_SETTINGS = {"openai": {"RAG_OPENAI_BASE_URL": "an OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1"}}
 
 SYSTEM_PROMPT = (
     "You answer questions using only the numbered passages inside the <context> block. "
@@ -240,7 +242,7 @@ class OpenAIBackend:
     def __init__(self, base_url: str | None = None, model: str | None = None, timeout: float | None = None):
         from langchain_openai import ChatOpenAI
 
-        self.base_url = base_url or os.environ.get("RAG_OPENAI_BASE_URL") or "http://127.0.0.1:11434/v1"
+        self.base_url = base_url or os.environ["RAG_OPENAI_BASE_URL"]  # present: check_backend_settings
         self.model = model or os.environ.get("RAG_OPENAI_MODEL") or "gpt-4o-mini"
         self.timeout = float(timeout or os.environ.get("RAG_OPENAI_TIMEOUT") or 30)
         self.chat = ChatOpenAI(
@@ -330,9 +332,18 @@ def check_llm(name: str) -> str:
     return valid_choice(name, LLM_BACKENDS, "llm")
 
 
+def check_backend_settings(name: str) -> str:
+    """name if every setting its backend needs is present; else a one-line RagError naming the missing variable,
+    raised before any retrieval runs (a backend that cannot be reached is never silently replaced)."""
+    for variable, what in REQUIRED_SETTINGS.get(name, {}).items():
+        if not os.environ.get(variable, "").strip():
+            raise RagError(f"--llm {name} needs {variable} ({what}); set it, or use --llm {LLM_BACKENDS[0]}")
+    return name
+
+
 def get_backend(name: str):
     """Build a backend by name. Raises RagError for unknown names; other failures propagate to the caller."""
-    check_llm(name)
+    check_backend_settings(check_llm(name))
     if name == "extractive":
         return ExtractiveBackend()
     if name == "openai":

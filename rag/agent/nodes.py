@@ -186,11 +186,22 @@ def route(state: AgentState, ctx: AgentContext) -> str:
     (also once max_steps rounds have run)."""
     kept_any = any(state["found"][pid]["kept"] for pid in state["last_round"])
     steps_left = state["round"] < ctx.max_steps
-    if not kept_any and steps_left and not any(f["kept"] for f in state["found"].values()):
+    if not kept_any and steps_left and not any(f["kept"] for f in state["found"].values()) and new_rewrite(state):
         return "rewrite"
     if state["plan_hop"] and state["hop"] == 1 and steps_left:
         return "hop"
     return "answer"
+
+
+def new_rewrite(state: AgentState) -> bool:
+    """True when the next rewrite would search something not searched yet (for the question "x" every rewrite was
+    "x" again: four identical rounds)."""
+    steps = state.get("steps", [])
+    tried = {" ".join(q.lower().split()) for s in steps if s.get("node") == "retrieve" for q in s.get("queries", [])}
+    if not tried:
+        return True
+    query = rewrite_query(state["question"], state.get("rewrites", 0), state.get("sub_questions", []))
+    return " ".join(query.lower().split()) not in tried
 
 
 def rewrite(state: AgentState, ctx: AgentContext) -> dict:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from rag.agent.llm import LLM_BACKENDS, check_llm
+from rag.agent.llm import LLM_BACKENDS, check_backend_settings, check_llm
 from rag.config import RagError
 
 MAX_STEPS_LIMIT = 20  # the most retrieval rounds one question may take (HTTP bounds it the same)
@@ -24,7 +24,7 @@ class AgentSettings:
     use_lookup: bool = True  # look up titles the question names (the entity linker) beside the searches
 
     def validated(self) -> "AgentSettings":
-        check_llm(self.llm)
+        check_backend_settings(check_llm(self.llm))
         steps = self.max_steps
         if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS_LIMIT:
             raise RagError(

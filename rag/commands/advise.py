@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from rag.commands.common import console, handle_errors, print_json, progress_bars, safe, warn
+from rag.commands.common import console, handle_errors, key_table, print_json, progress_bars, safe, warn
 from rag.commands.options import CORPUS_HELP
 from rag.studies.advise import AdviseSpec
 
@@ -73,14 +73,10 @@ def advise(
 
 
 def _render(advice) -> None:
-    from rich.table import Table
-
     label = "nDCG@10" if advice.measure == "ndcg@10" else "proxy"
-    table = Table(title=f"measured on your corpus ({label}; best first)")
-    for col in ("", "encoder", "d", "reduce", "index", "B/vec", "index MB", label, "share", "fits"):
-        table.add_column(col, no_wrap=True)
-    for r in advice.rows[:12]:
-        table.add_row(
+    keys = ("", "encoder", "d", "reduce", "index", "B/vec", "index MB", label, "share", "fits")
+    cells = [
+        [
             "→" if r is advice.recommended else "",
             safe(r["encoder"]),
             str(r["dim"]),
@@ -91,8 +87,11 @@ def _render(advice) -> None:
             f"{r[advice.measure]:.3f}",
             f"{r['share']:.0%}" if r["share"] is not None else "",
             "yes" if r["fits"] else "no",
-        )
-    console.print(table)
+        ]
+        for r in advice.rows[:12]
+    ]
+    columns = [(name, name not in ("index MB", "share")) for name in keys]
+    console.print(key_table(columns, cells, title=f"measured on your corpus ({label}; best first)"))
     if len(advice.rows) > 12:
         console.print(f"({len(advice.rows) - 12} more configurations measured; --json shows all)")
     for note in advice.notes:

@@ -14,6 +14,7 @@ from rag.commands.options import (
     EncoderOpt,
     IndexOpt,
     KOpt,
+    NoUpdateOpt,
     ReduceOpt,
     RetrieverOpt,
     retrieval_options,
@@ -33,13 +34,14 @@ def ask(
     max_steps: int = typer.Option(DEFAULT_AGENT.max_steps, "--max-steps", help=STEPS_HELP),
     server: str = typer.Option(None, "--server", help="Send the question to a running `rag serve` at this URL."),
     as_json: bool = typer.Option(False, "--json", help="Print {answer, citations, steps, timings, warnings}."),
+    no_update: NoUpdateOpt = False,
 ):
     """Answer a question with the agent: plan, retrieve, grade, rewrite or hop, answer with \\[n] citations."""
-    _ask(question, settings, llm, max_steps, server, as_json)
+    _ask(question, settings, llm, max_steps, server, as_json, no_update)
 
 
 @handle_errors
-def _ask(question, settings, llm, max_steps, server, as_json):
+def _ask(question, settings, llm, max_steps, server, as_json, no_update=False):
     from rag.config import check_question
 
     question = check_question(question)
@@ -53,9 +55,14 @@ def _ask(question, settings, llm, max_steps, server, as_json):
                 show_step(step)
     else:
         from rag.agent import run_agent
+        from rag.commands.search import explain_empty_filter
+        from rag.retrieve import open_retriever
 
         on_step = None if as_json else show_step
-        result = run_agent(question, settings.validated(), agent, on_step=on_step)
+        settings = settings.validated()
+        retriever = open_retriever(settings, update=not no_update)  # a changed folder is updated first
+        explain_empty_filter(retriever, [])
+        result = run_agent(question, settings, agent, retriever=retriever, on_step=on_step)
     if as_json:
         return print_json(result)
     show_answer(result)
@@ -93,12 +100,20 @@ def show_step(step: dict) -> None:
             f"“{safe(q[:80])}”" for q in step["queries"]
         )
     elif node == "answer":
-        line = f"[bold green]answer[/]   by {step['backend']}, citing {len(step['citations'])} passages"
+        line = answer_line(step)
     else:
         line = f"[bold]{safe(node)}[/]"
     err_console.print(f"{line}  {ms}", highlight=False)
     for w in step.get("warnings", []) + ([step["warning"]] if step.get("warning") else []):
         warn(w)
+
+
+def answer_line(step: dict) -> str:
+    """'by extractive, citing 1 passage'; with no passage to answer from, says that instead of 'by none'."""
+    n = len(step.get("citations", []))
+    if not n and step.get("backend") in (None, "none"):
+        return "[bold green]answer[/]   no passage to answer from: nothing relevant was found"
+    return f"[bold green]answer[/]   by {safe(step['backend'])}, citing {n} passage{'' if n == 1 else 's'}"
 
 
 def show_answer(result: dict) -> None:

@@ -124,3 +124,22 @@ def progress_bar(description: str, enabled: bool = True):
     """Yield a progress(done, total) callback for one stage (see progress_bars)."""
     with progress_bars(enabled) as bars:
         yield (lambda done, total: bars(description, done, total)) if bars else None
+
+
+def key_table(columns: list[tuple[str, bool]], rows: list[list[str]], **options):
+    """A rich Table whose key columns (True: names, d, kinds, counts) stay whole at any width, down to 80 columns;
+    the other columns (paths, notes) fold onto more lines instead of being cut with an ellipsis. A key column whose
+    cells run over 24 characters (a folder corpus's long name) folds too, so that the short ones keep their room."""
+    from rich.table import Table
+
+    table = Table(**options)
+    for i, (name, key) in enumerate(columns):
+        if key:
+            width = max([len(name)] + [len(str(row[i])) for row in rows])
+            long = width > 24
+            table.add_column(name, no_wrap=not long, min_width=12 if long else width, overflow="fold")
+        else:
+            table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table

@@ -30,8 +30,12 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="Machine-readabl
             r["description"],
         )
     console.print(table)
+    from rag.data.ingest import FORMATS
+
     console.print(
-        "Any folder of .md/.txt files, or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/), also works: --corpus PATH"
+        f"Any folder of documents ({', '.join(sorted(FORMATS))}), or a BEIR folder (corpus.jsonl, queries.jsonl, "
+        "qrels/), also works: --corpus PATH",
+        highlight=False,
     )
 
 

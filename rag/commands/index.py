@@ -7,7 +7,16 @@ from typing import Optional
 
 import typer
 
-from rag.commands.common import console, err_console, handle_errors, print_json, progress_bar, safe, warn
+from rag.commands.common import (
+    console,
+    err_console,
+    handle_errors,
+    key_table,
+    print_json,
+    progress_bar,
+    safe,
+    warn,
+)
 from rag.commands.options import DEFAULTS, BackendOpt, CorpusOpt, DimOpt, EncoderOpt, IndexOpt, ReduceOpt
 from rag.commands.scale import AddressOpt, EngineOpt, ShardsOpt, build_sharded_cmd
 from rag.commands.stream import ChunkOpt, ResumeOpt, StreamOpt, build_streamed_cmd
@@ -59,8 +68,9 @@ def build_cmd(
         return
     console.print(
         f"[green]built[/] {safe(manifest['path'])}: {manifest['vectors']} vectors, d={manifest['dim']}, "
-        f"{manifest['kind']}, {manifest['index_bytes']:,} bytes ({manifest['bytes_per_vector']:.1f} B/vector), "
-        f"{manifest['build_s']:.2f} s on {manifest['device']}"
+        f"{manifest['kind']}, index {manifest['index_bytes']:,} bytes ({manifest['bytes_per_vector']:.1f} B/vector; "
+        f"{manifest.get('bytes', 0):,} bytes with passages and reducer), {manifest['build_s']:.2f} s on "
+        f"{manifest['device']}"
     )
 
 
@@ -120,9 +130,7 @@ def prune_cmd(
 @app.command("list")
 @handle_errors
 def list_cmd(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")):
-    """Every stored index with its corpus, encoder, d, kind and size."""
-    from rich.table import Table
-
+    """Every stored index with its corpus, encoder, d, kind and size (the index structure, and all its files)."""
     from rag.index.store import list_indexes
 
     rows = list_indexes()
@@ -131,15 +139,27 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="Machine-readabl
     if not rows:
         console.print("No indexes yet. Build one: rag index build --corpus builtin --encoder minilm --index flat")
         return
-    table = Table("corpus", "encoder", "d", "kind", "reduce", "vectors", "bytes", "device", "path")
-    for m in rows:
-        table.add_row(
-            *(safe(m[key]) for key in ("corpus", "encoder", "dim", "kind", "reduce", "vectors")),
+    from rich import box
+
+    # corpus and name are what `rag index info corpus/name` takes; the name holds encoder, d, kind and reducer
+    columns = [(name, True) for name in ("corpus", "name", "vectors", "index B", "files B", "device")]
+    cells = [
+        [
+            safe(m.get("corpus_safe_name") or m["corpus"]),  # a folder corpus by its short name (--json: its path)
+            safe(Path(m["path"]).name),
+            safe(m["vectors"]),
+            f"{m.get('index_bytes', 0):,}",
             f"{m['bytes']:,}",
             safe(m["device"]),
-            safe(m["path"]),
-        )
-    console.print(table)
+        ]
+        for m in rows
+    ]
+    console.print(key_table(columns, cells, box=box.SIMPLE_HEAD))
+    console.print(
+        "[dim]name: <encoder>-d<d>-<kind>[-<reducer>] (rag index info <corpus>/<name>; --json gives paths); "
+        "index B: the FAISS index alone (what `rag index build` reports); files B: every file of the version "
+        "(index, passages, reducer, probe)[/]"
+    )
 
 
 def find_index(target: str) -> Path:

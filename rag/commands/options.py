@@ -47,6 +47,12 @@ WhereOpt = Annotated[
 ]
 
 
+NO_UPDATE_HELP = (
+    "A folder whose files changed since its index was built is updated first (only the changed passages are "
+    "encoded); --no-update refuses the stale index instead."
+)
+NoUpdateOpt = Annotated[bool, typer.Option("--no-update", help=NO_UPDATE_HELP)]
+
 RETRIEVAL_OPTIONS = {  # option name -> (type with its typer.Option, default); the order --help shows
     "corpus": (CorpusOpt, DEFAULTS.corpus),
     "encoder": (EncoderOpt, DEFAULTS.encoder),

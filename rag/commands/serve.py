@@ -73,6 +73,11 @@ def serve(
     log_level: str = typer.Option(
         "info", help="uvicorn log level; access logs are JSON lines on the rag.access logger."
     ),
+    watch: bool = typer.Option(
+        False,
+        "--watch",
+        help="Watch the --corpus folders (watchfiles) and update their indexes in the background when files change.",
+    ),
 ) -> None:
     """Serve /ask, /search, the OpenAI-compatible /v1 endpoints, /health, /config, /indexes and /metrics over HTTP."""
     from rag.config import RagError
@@ -92,6 +97,7 @@ def serve(
             "max_body": max_body,
             "allowed_hosts": list(allowed_host) or None,
             "cors_origins": list(cors_origin) or None,
+            "watch": watch or None,
         }
         settings.update({k: v for k, v in flags.items() if v is not None})
         policy = ServePolicy(

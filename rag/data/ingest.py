@@ -239,11 +239,24 @@ def parse_html(text: str) -> Document:
             headings = tuple(h for _, h in path)
             if el.name == "pre":
                 blocks.append(Block(f"```\n{el.get_text().strip()}\n```", headings, "code"))
-            elif words := " ".join(el.get_text(" ").split()):
+            elif words := inline_text(el):
                 blocks.append(Block(words, headings))
     if not blocks and (loose := " ".join(root.get_text(" ").split())):
         blocks.append(Block(loose))
     return Document(title or first_h1, blocks)
+
+
+SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?)\]}])")
+
+
+def inline_text(el) -> str:
+    """A block's text with inline elements joined by spaces (so `a<br>b` stays two words), without the space that
+    joining puts before punctuation after an inline element (`<code>run()</code>.` reads `run().`)."""
+    return SPACE_BEFORE_PUNCTUATION.sub(r"\1", " ".join(el.get_text(" ").split()))
+
+
+def code_fence(code: str, language: str = "") -> str:
+    return f"```{language}\n{code.rstrip()}\n```"
 
 
 def parse_rst(text: str) -> Document:
@@ -276,8 +289,9 @@ def parse_rst(text: str) -> Document:
                 child, (nodes.title, nodes.system_message, nodes.comment, nodes.substitution_definition, nodes.target)
             ):
                 continue
-            elif isinstance(child, nodes.literal_block):
-                blocks.append(Block(f"```\n{child.astext().rstrip()}\n```", headings, "code"))
+            elif isinstance(child, nodes.literal_block):  # code-block python: classes ['code', 'python']
+                language = next((c for c in child.get("classes", []) if c != "code"), "")
+                blocks.append(Block(code_fence(child.astext(), language), headings, "code"))
             elif stripped := child.astext().strip():
                 blocks.append(Block(stripped, headings))
 
@@ -291,6 +305,36 @@ def parse_text(text: str) -> Document:
     return Document("", [Block(p.strip()) for p in re.split(r"\n\s*\n", text) if p.strip()])
 
 
+def pdf_title(reader) -> str:
+    """The document information's /Title, else the XMP metadata's dc:title (where many producers put it)."""
+    info = reader.metadata or {}
+    title = " ".join(str(info.get("/Title") or "").split())
+    if not title:
+        try:
+            xmp = reader.xmp_metadata
+            titles = (xmp.dc_title or {}) if xmp is not None else {}
+        except Exception:  # a malformed XMP packet is no title, not an unreadable PDF
+            titles = {}
+        title = " ".join(str(titles.get("x-default") or next(iter(titles.values()), "")).split())
+    return title
+
+
+def heading_line(line: str) -> bool:
+    """A line that reads as a heading: short, and not the end of a sentence."""
+    line = line.strip()
+    return 0 < len(line) <= 80 and len(line.split()) <= 10 and not line.endswith((".", ",", ";", ":", "?", "!"))
+
+
+def pdf_page_blocks(text: str, page: int) -> list[Block]:
+    """A page's paragraphs. A heading-like first line above more text becomes the heading of the page's blocks,
+    so it is not glued to the first sentence ("Pulley Basics Pulleys lift ...")."""
+    lines = text.strip().splitlines()
+    headings: tuple[str, ...] = ()
+    if len(lines) > 1 and heading_line(lines[0]) and lines[1].strip():
+        headings, text = (" ".join(lines[0].split()),), "\n".join(lines[1:])
+    return [Block(p.strip(), headings, page=page) for p in re.split(r"\n\s*\n", text) if p.strip()]
+
+
 def parse_pdf(path: Path) -> Document:
     """pypdf: the text of each page. Encrypted (without an empty password) and corrupt files are Unreadable."""
     from pypdf import PdfReader
@@ -301,8 +345,7 @@ def parse_pdf(path: Path) -> Document:
         if reader.is_encrypted and not reader.decrypt(""):
             raise Unreadable("encrypted PDF (it needs a password)")
         pages = [page.extract_text() or "" for page in reader.pages]
-        info = reader.metadata or {}
-        title = str(info.get("/Title") or "").strip()
+        title = pdf_title(reader)
     except Unreadable:
         raise
     except Exception as e:  # pypdf raises many kinds on a damaged file; each means "cannot read this one"
@@ -310,9 +353,7 @@ def parse_pdf(path: Path) -> Document:
         if "Decrypt" in name or "Password" in name or "crypt" in str(e).lower():
             raise Unreadable("encrypted PDF (it needs a password)") from e
         raise Unreadable(f"not a readable PDF ({name}: {str(e)[:120]})") from e
-    blocks = [
-        Block(p.strip(), page=n) for n, text in enumerate(pages, 1) for p in re.split(r"\n\s*\n", text) if p.strip()
-    ]
+    blocks = [block for n, text in enumerate(pages, 1) for block in pdf_page_blocks(text, n)]
     if not blocks:
         raise Unreadable("the PDF has no extractable text (scanned images need OCR, which rag does not do)")
     return Document(title, blocks, {"pages": len(pages)})

@@ -29,7 +29,7 @@ import numpy as np
 from rag.config import RagWarning, atomic_write, cache_dir
 from rag.encoders.base import Encoder, ProgressFn, document_text
 
-ESTIMATE_WARN_S = 600.0  # announce an encode estimated to take longer than this
+ESTIMATE_WARN_S = 60.0  # announce an encode estimated to take longer than about a minute
 PROBE_DOCS = 32  # documents timed for the estimate (their vectors are kept)
 
 
@@ -146,8 +146,8 @@ def announce_estimate(encoder: Encoder, seconds: float, probed: int, remaining: 
     estimate = seconds / max(probed, 1) * remaining
     if estimate > ESTIMATE_WARN_S:
         warnings.warn(
-            f"encoding {remaining:,} passages with {encoder.name} will take about {estimate / 60:.0f} "
-            f"minutes here ({probed / max(seconds, 1e-9):.1f} passages/s measured on the first {probed}); "
+            f"encoding {remaining:,} passages with {encoder.name} will take about {max(1, round(estimate / 60))} "
+            f"minute(s) here ({probed / max(seconds, 1e-9):.1f} passages/s measured on the first {probed}); "
             "a smaller corpus or a table encoder is faster",
             RagWarning,
             stacklevel=3,

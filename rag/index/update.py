@@ -3,6 +3,10 @@
 - `update_indexes(corpus)` rebuilds every stored index of a corpus whose content changed. Vectors come from the
   per-passage embedding cache (rag.encoders.cache), so only new or changed passages are encoded; each index is
   written as a new version and swapped in atomically, like any build.
+- `refresh_if_changed(corpus, spec)` is what search and ask call first: a folder corpus whose files changed since
+  its index was built is updated (update_indexes) before it is searched, with a RagWarning before and after saying
+  what changed and what it cost; a change with more than AUTO_UPDATE_MAX passages to encode is refused with the
+  command that does it, never started unasked.
 - `prune(keep)` removes all but the newest `keep` versions of every index (never the current one, never one that a
   reader holds: a running server holds the version it serves, see `hold_version`), then the cache entries that no
   remaining index uses: per-corpus embedding folders, BM25 folders and per-passage vectors.
@@ -14,14 +18,15 @@ import fcntl
 import json
 import shutil
 import time
+import warnings
 import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
-from rag.config import RagError, bm25_cache_dir, cache_dir, index_dir
-from rag.data.corpus import Corpus, Passage
+from rag.config import RagError, RagWarning, bm25_cache_dir, cache_dir, index_dir
+from rag.data.corpus import NAMED_CORPORA, Corpus, Passage
 from rag.encoders import get_encoder, vector_name
 from rag.encoders.base import document_text
 from rag.encoders.cache import (
@@ -35,7 +40,7 @@ from rag.encoders.cache import (
     text_key,
 )
 from rag.index.spec import IndexSpec
-from rag.index.store import build_and_save
+from rag.index.store import build_and_save, index_path
 from rag.index.versions import READERS, build_lock, prune_versions, read_manifest, version_folders
 
 
@@ -96,6 +101,62 @@ def update_indexes(corpus: Corpus, progress=None) -> list[dict]:
             }
         )
     return rows
+
+
+AUTO_UPDATE_MAX = 1000  # passages to encode before a search updates unasked (about a minute on 2 CPU cores)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 passage', '2 passages', '2 indexes'."""
+    return f"{n:,} " + (word if n == 1 else many or word + "s")
+
+
+def refresh_if_changed(
+    corpus: Corpus, spec: IndexSpec, progress=None, max_encode: int = AUTO_UPDATE_MAX
+) -> dict | None:
+    """Update the stored indexes of a folder corpus whose content changed since `spec`'s index was built, before it
+    is searched; None when there is nothing to do (named corpora never change; a missing index is built elsewhere).
+
+    Only new or changed passages are encoded (the per-passage cache holds the rest). Over `max_encode` of them, a
+    RagError names `rag index update` (which says how long it will take) instead of starting unasked."""
+    link = index_path(corpus.safe_name, spec.name)
+    if corpus.name in NAMED_CORPORA or not link.exists():
+        return None
+    try:
+        manifest = read_manifest(link)
+        if manifest.get("corpus_hash") == corpus.content_hash:
+            return None
+        old = stored_passages(link.resolve())
+    except (RagError, OSError, ValueError, TypeError):
+        return None  # loading reports a damaged index with its rebuild command
+    diff = passage_diff(old, corpus.passages)
+    todo = diff["added"] + diff["changed"]
+    what = (
+        f"{diff['added']:,} added, {diff['changed']:,} changed, {diff['removed']:,} removed "
+        f"of {plural(len(corpus.passages), 'passage')}"
+    )
+    if todo > max_encode:
+        raise RagError(
+            f"{corpus.name} changed since its index was built ({what}): over {max_encode:,} passages to encode, so "
+            f"it is not updated unasked; run: rag index update --corpus {corpus.name} (or search the old index with "
+            "--no-update)"
+        )
+    warnings.warn(
+        f"{corpus.name} changed since its index was built ({what}); updating its indexes first",
+        RagWarning,
+        stacklevel=2,
+    )
+    start = time.perf_counter()
+    rows = update_indexes(corpus, progress=progress)
+    seconds = time.perf_counter() - start
+    encoded = sum(r["encoded"] for r in rows)
+    updated = sum(r["status"] == "updated" for r in rows)
+    warnings.warn(
+        f"updated {plural(updated, 'index', 'indexes')} of {corpus.name} in {seconds:.1f} s, encoding {plural(encoded, 'passage')}",
+        RagWarning,
+        stacklevel=2,
+    )
+    return {**diff, "encoded": encoded, "indexes": rows, "seconds": round(seconds, 3)}
 
 
 def seed_passage_cache(passages: list[Passage], corpus_hash: str, encoder_name: str) -> int:

@@ -7,7 +7,7 @@ import shutil
 
 import numpy as np
 
-from rag.config import bm25_cache_dir
+from rag.config import bm25_cache_dir, quiet_libraries
 from rag.data.corpus import Passage
 from rag.retrieve.settings import CANDIDATES
 
@@ -18,6 +18,8 @@ class BM25:
     def __init__(self, passages: list[Passage], cache_key: str | None = None):
         import bm25s
         from bm25s.tokenization import Tokenizer
+
+        quiet_libraries()  # its DEBUG lines showed on a root logger another library had set to DEBUG
 
         self.ids = [p.id for p in passages]
         folder = bm25_cache_dir(cache_key) if cache_key else None

@@ -53,8 +53,9 @@ class RetrieverPool:
     waits for the reload. If opening the new version fails, the old one keeps serving and a later get() retries.
     """
 
-    def __init__(self, build_missing: bool = True):
+    def __init__(self, build_missing: bool = True, update: bool = True):
         self.build_missing = build_missing
+        self.update = update  # bring a changed folder's index up to date when opening it (Retriever.open)
         self.entries: dict[tuple, PoolEntry] = {}
         self.lock = threading.Lock()
         self.key_locks: dict[tuple, threading.Lock] = {}
@@ -72,10 +73,13 @@ class RetrieverPool:
             return r
         return replace(r, settings=settings, timings={})  # same loaded parts; this request's k, fusion and weight
 
-    def get(self, settings: RetrievalSettings, progress=None, build_missing: bool | None = None) -> Retriever:
+    def get(
+        self, settings: RetrievalSettings, progress=None, build_missing: bool | None = None, update: bool | None = None
+    ) -> Retriever:
         """The current retriever for these settings: opened on first use, reopened after a rebuild on disk."""
         settings = settings.validated()
         build = self.build_missing if build_missing is None else build_missing
+        update = self.update if update is None else update
         key = settings.pool_key
         entry = self.entries.get(key)
         if entry is not None and (entry.is_current() or time.monotonic() < entry.retry_at):
@@ -90,7 +94,7 @@ class RetrieverPool:
             if entry is not None and entry.is_current():
                 return self.use(entry, settings)
             try:
-                retriever = Retriever.open(settings, progress=progress, build_missing=build)
+                retriever = Retriever.open(settings, progress=progress, build_missing=build, update=update)
             except RagError:
                 if entry is None:
                     raise
@@ -124,10 +128,12 @@ def open_retriever(
     settings: RetrievalSettings | None = None,
     *,
     build_missing: bool | None = None,
+    update: bool | None = None,
     progress=None,
     pool: RetrieverPool | None = None,
 ) -> Retriever:
     """A retriever from the process-wide cache (or `pool`); the CLI, the agent and the service all come here.
 
-    build_missing: build an index that is not on disk yet (None = the pool's own setting)."""
-    return (pool or DEFAULT_POOL).get(settings or RetrievalSettings(), progress, build_missing)
+    build_missing: build an index that is not on disk yet; update: update a changed folder's index first
+    (None = the pool's own setting for either)."""
+    return (pool or DEFAULT_POOL).get(settings or RetrievalSettings(), progress, build_missing, update)

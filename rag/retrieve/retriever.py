@@ -14,6 +14,7 @@ from rag.data.filters import parse_where
 from rag.encoders import check_backend, get_encoder
 from rag.encoders.cache import with_state
 from rag.index.store import IndexMissing, build_and_save, load_index
+from rag.index.update import refresh_if_changed
 from rag.retrieve.bm25 import BM25
 from rag.retrieve.fusion import fuse_minmax, top_k, zscore_fuse
 from rag.retrieve.settings import CANDIDATES, RetrievalSettings
@@ -77,13 +78,19 @@ class Retriever:
         corpus: Corpus | None = None,
         progress=None,
         build_missing: bool = True,
+        update: bool = True,
     ) -> "Retriever":
-        """Load the corpus, the stored index (building it first if missing and allowed) and the encoder once."""
+        """Load the corpus, the stored index (building it first if missing and allowed) and the encoder once.
+
+        update: a folder corpus whose files changed since its index was built is updated first (only the changed
+        passages are encoded; rag.index.update.refresh_if_changed); False refuses the stale index instead."""
         settings = (settings or RetrievalSettings()).validated()
         corpus = corpus or load_corpus(settings.corpus)
         enc = loaded = bm25 = None
         if settings.kind.dense:
             spec = settings.index_spec
+            if update:
+                refresh_if_changed(corpus, spec, progress=progress)
             try:
                 loaded = load_index(corpus, spec, backend=settings.backend)
             except IndexMissing:

@@ -13,21 +13,18 @@ from __future__ import annotations
 
 import time
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
-from fastapi.staticfiles import StaticFiles
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from rag.config import VERSION, RagError
 from rag.index.store import list_indexes as store_listing
-from rag.retrieve import RetrievalSettings
+from rag.retrieve import RETRIEVER_KINDS, RetrievalSettings
 from rag.serve.demo import add_demo
 from rag.serve.guard import ApiKey, BodyGuard, Observe
 from rag.serve.models import (
@@ -40,7 +37,7 @@ from rag.serve.models import (
     plain,
     sse_content,
 )
-from rag.serve.openai_api import add_openai_routes
+from rag.serve.openai_api import add_openai_routes, served_configurations
 from rag.serve.policy import ServePolicy, hide_paths, parse_corpora
 from rag.serve.pool import ServePool
 from rag.serve.service import Service, sse
@@ -66,7 +63,14 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
             torch.set_num_threads(policy.torch_threads)
         for warm in policy.warm:  # the operator's own choice: opened (and built if missing) before serving
             await run_in_threadpool(service.pool.get, RetrievalSettings(**warm), None, True)
+        watcher = None
+        if policy.watch:
+            from rag.serve.watch import Watcher
+
+            watcher = app.state.watcher = Watcher(policy.corpora, service.pool).start()
         yield
+        if watcher is not None:
+            watcher.stop()
 
     app = FastAPI(
         title="rag",
@@ -132,8 +136,11 @@ def add_routes(app: FastAPI, service: Service, started: float) -> None:
 
     @app.get("/config")
     def config() -> dict:
-        """What this server serves: the allowed values of every request field (for pickers), defaults and limits."""
-        return policy.public()
+        """What this server serves: the allowed values of every request field, defaults and limits, and the
+        configurations that are built or buildable now (`configurations`, each with its /v1 model id: the page's
+        pickers and Side by side defaults come from it)."""
+        kinds = {name: {"dense": k.dense, "sparse": k.sparse} for name, k in RETRIEVER_KINDS.items()}
+        return {**policy.public(), "configurations": served_configurations(service), "retriever_kinds": kinds}
 
     @app.get("/indexes")
     def indexes() -> dict:
@@ -187,17 +194,18 @@ def public_manifest(service: Service, manifest: dict) -> dict | None:
 
 
 def add_docs(app: FastAPI) -> None:
-    """Swagger UI from the swagger-ui-bundle package's files, so /docs works offline."""
-    import swagger_ui_bundle
+    """Swagger UI 5 at /docs, vendored from npm's swagger-ui-dist (rag/serve/static/vendor/swagger-ui): it reads the
+    OpenAPI 3.1 schema FastAPI writes (the swagger-ui-bundle package ships 4.x, which cannot). The page and its files
+    load without the API key, like the demo page; its script fetches /openapi.json and sends requests with the key."""
+    from fastapi.responses import FileResponse
 
-    app.mount("/docs/assets", StaticFiles(directory=Path(swagger_ui_bundle.swagger_ui_path)), name="docs-assets")
+    from rag.serve.demo import PAGE_CSP, STATIC_DIR
 
     @app.get("/docs", include_in_schema=False)
-    def docs() -> HTMLResponse:
-        return get_swagger_ui_html(
-            openapi_url="/openapi.json",
-            title="rag API",
-            swagger_js_url="/docs/assets/swagger-ui-bundle.js",
-            swagger_css_url="/docs/assets/swagger-ui.css",
-            swagger_favicon_url="/docs/assets/favicon-32x32.png",
-        )
+    def docs() -> FileResponse:
+        headers = {
+            "Content-Security-Policy": PAGE_CSP,
+            "X-Content-Type-Options": "nosniff",
+            "Cache-Control": "no-cache",
+        }
+        return FileResponse(STATIC_DIR / "docs.html", headers=headers)

@@ -10,7 +10,7 @@ import time
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-OPEN_PATHS = ("/health", "/", "/favicon.ico")  # answered without the API key (liveness probes; the demo page)
+OPEN_PATHS = ("/health", "/", "/favicon.ico", "/docs")  # answered without the API key (probes; the page; /docs)
 OPEN_PREFIXES = ("/static/",)  # the demo page's files (its API calls send the key)
 access_log = logging.getLogger("rag.access")
 

@@ -53,23 +53,44 @@ class ChatRequest(BaseModel):
 
 
 def model_table(service: Service) -> dict[str, RetrievalSettings]:
-    """Every served configuration by model id: the default, and each built index the policy allows."""
+    """Every servable configuration by model id: the default, each built index the policy allows, each corpus's
+    BM25. Only what would be served now is listed: built (BM25 too, for hybrid), or buildable where the operator
+    allows builds; a model that would answer 404 is not offered."""
     policy = service.policy
-    table = {DEFAULT_MODEL: RetrievalSettings()}
+    table = {}
+    if servable(service, RetrievalSettings()):
+        table[DEFAULT_MODEL] = RetrievalSettings()
     for m in list_indexes():
         corpus, encoder = policy.served_name(m.get("corpus", "")), policy.served_encoder(m["encoder"])
         for retriever in ("hybrid", "dense"):
             settings = RetrievalSettings(
                 corpus=corpus, encoder=encoder, dim=m["dim"], index=m["kind"], reduce=m["reduce"], retriever=retriever
             )
-            if allowed(service, settings) and "/" not in encoder:
+            if allowed(service, settings) and "/" not in encoder and servable(service, settings):
                 name = IndexSpec.from_manifest(m).name
                 table[f"rag-{corpus}-{name}-{retriever}"] = settings
     for corpus in policy.allowed("corpus"):
         settings = RetrievalSettings(corpus=corpus, retriever=SPARSE_RETRIEVER)
-        if allowed(service, settings):
+        if allowed(service, settings) and servable(service, settings):
             table[f"rag-{corpus}-{SPARSE_RETRIEVER}"] = settings
     return table
+
+
+def servable(service: Service, settings: RetrievalSettings) -> bool:
+    """Allowed by the policy, and built (or buildable under it): see ServePool.servable."""
+    if not allowed(service, settings):
+        return False
+    try:
+        real = service.policy.check_request(settings)
+    except RagError:
+        return False
+    return service.pool.servable(real)
+
+
+def served_configurations(service: Service) -> list[dict]:
+    """What GET /config lists for the page's pickers: each servable configuration with its model id."""
+    fields = ("corpus", "encoder", "dim", "index", "reduce", "retriever")
+    return [{"model": name, **{f: getattr(s, f) for f in fields}} for name, s in model_table(service).items()]
 
 
 def allowed(service: Service, settings: RetrievalSettings) -> bool:

@@ -55,6 +55,7 @@ class ServePolicy:
     keep_alive: float = 5.0
     torch_threads: int = 0
     warm: list[dict] = field(default_factory=list)
+    watch: bool = False  # update served folder corpora in the background when their files change (rag.serve.watch)
 
     def __post_init__(self):
         for name, values in self.allow.items():

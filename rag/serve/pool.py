@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 
 from rag.config import RagError, bm25_cache_dir
-from rag.data.corpus import load_corpus, safe_corpus_name
+from rag.data.corpus import NAMED_CORPORA, load_corpus, safe_corpus_name
 from rag.index.store import MANIFEST, IndexMissing, build_and_save, index_path
 from rag.retrieve import BM25, RetrievalSettings, Retriever, RetrieverPool
 from rag.serve.policy import Busy
@@ -29,7 +29,7 @@ class ServePool(RetrieverPool):
     def __init__(
         self, *, build_missing: bool = False, max_open: int = 8, max_memory_mb: int = 4096, max_builds: int = 1
     ):
-        super().__init__(build_missing=build_missing)
+        super().__init__(build_missing=build_missing, update=build_missing)  # an update is a build: operator's call
         self.max_open = max(1, max_open)
         self.max_bytes = max_memory_mb * 2**20
         self.builds = threading.BoundedSemaphore(max(1, max_builds))
@@ -37,6 +37,7 @@ class ServePool(RetrieverPool):
         self.used: OrderedDict[tuple, None] = OrderedDict()
         self.sizes: dict[tuple, int] = {}
         self.builds_done = self.builds_refused = self.evictions = 0
+        self.named_hashes: dict[str, str] = {}
 
     # ------------------------------------------------------------ builds, only when allowed
     def missing(self, settings: RetrievalSettings) -> str | None:
@@ -45,10 +46,29 @@ class ServePool(RetrieverPool):
             if not (index_path(safe_corpus_name(settings.corpus), settings.index_spec.name) / MANIFEST).exists():
                 return "index"
         if settings.kind.sparse:
-            corpus = load_corpus(settings.corpus)
-            if not (bm25_cache_dir(corpus.content_hash[:16]) / "params.index.json").exists():
+            if not (bm25_cache_dir(self.content_hash(settings.corpus)[:16]) / "params.index.json").exists():
                 return "sparse"
         return None
+
+    def content_hash(self, corpus: str) -> str:
+        """A corpus's content hash; a named corpus's is read once (it never changes while serving), a folder's
+        each time."""
+        if corpus in self.named_hashes:
+            return self.named_hashes[corpus]
+        digest = load_corpus(corpus).content_hash
+        if corpus in NAMED_CORPORA:
+            self.named_hashes[corpus] = digest
+        return digest
+
+    def servable(self, settings: RetrievalSettings) -> bool:
+        """True when a request for these (policy-checked) settings would be served now: open, built on disk, or
+        buildable because the operator allows builds. What /v1/models, /config and the page offer."""
+        if self.build_missing or settings.pool_key in self.entries:
+            return True
+        try:
+            return self.missing(settings) is None
+        except RagError:  # the corpus is not available here
+            return False
 
     def build(self, settings: RetrievalSettings, what: str) -> None:
         with self.lock:
@@ -70,7 +90,9 @@ class ServePool(RetrieverPool):
             finally:
                 self.builds.release()
 
-    def get(self, settings: RetrievalSettings, progress=None, build_missing: bool | None = None) -> Retriever:
+    def get(
+        self, settings: RetrievalSettings, progress=None, build_missing: bool | None = None, update: bool | None = None
+    ) -> Retriever:
         settings = settings.validated()
         key = settings.pool_key
         build = self.build_missing if build_missing is None else build_missing
@@ -78,7 +100,7 @@ class ServePool(RetrieverPool):
             if not build:
                 raise missing_error(settings, what)
             self.build(settings, what)
-        retriever = super().get(settings, progress, build_missing=False)
+        retriever = super().get(settings, progress, build_missing=False, update=update)
         self.touch(key, retriever)
         return retriever
 

@@ -91,7 +91,7 @@ async function* sseEvents(response) {
 function buildPickers(fieldset, prefix, extra = [], preset = {}) {
   for (const name of [...FIELDS, ...extra]) {
     const select = el("select", {id: `${prefix}-${name}`, name});
-    const values = name === "dim" ? (state.config.allow.dim ?? DIMS) : state.config.allow[name];
+    const values = pickerValues(name);
     for (const v of values) select.append(el("option", {value: v}, v === "" ? "full width" : v));
     if (!setValue(select, preset[name])) setValue(select, state.config.defaults[name]);
     fieldset.append(el("label", {}, name === "dim" ? "d " : `${name} `, select));
@@ -184,6 +184,12 @@ async function runAsk(event) {
   const question = $("ask-question").value.trim();
   if (!question) return;
   const settings = readSettings("ask");
+  const missing = notServed(settings);
+  if (missing) {
+    $("ask-status").textContent = `${describe(settings)}: ${missing}`;
+    document.body.dataset.askState = "not-built";
+    return;
+  }
   const body = {question, ...settings, llm: $("ask-llm").value};
   for (const id of ["ask-steps", "ask-answer", "ask-citations", "ask-timings"]) $(id).replaceChildren();
   $("ask-run").disabled = true;
@@ -209,6 +215,53 @@ async function runAsk(event) {
 }
 
 // ------------------------------------------------------------------ Side by side
+const SETTING_KEYS = ["corpus", "encoder", "dim", "index", "reduce"];
+const sameIndex = (a, b) => SETTING_KEYS.every((k) => a[k] === b[k]);
+// Whether the server answers these settings now: a configuration it lists with the same corpus and retriever, and
+// the same index where the retriever searches one (the retriever kinds come from /config, never spelled here).
+const served = (config, r) => config.configurations.some((c) => c.corpus === r.corpus && c.retriever === r.retriever &&
+  (!config.retriever_kinds?.[r.retriever]?.dense || sameIndex(c, r)));
+
+// What a picker offers: with builds off, only values some served configuration uses; with builds on, the policy's.
+function pickerValues(name) {
+  const config = state.config;
+  if (config.build_missing || !config.configurations?.length || !FIELDS.includes(name)) {
+    return name === "dim" ? (config.allow.dim ?? DIMS) : config.allow[name];
+  }
+  const used = config.configurations.map((c) => (c[name] === null || c[name] === undefined ? "" : String(c[name])));
+  return [...new Set(used)].sort((a, b) => (name === "dim" ? Number(a) - Number(b) : a.localeCompare(b)));
+}
+
+// Before a request: settings this server would not answer say how to build them, instead of a 404.
+function notServed(settings) {
+  if (state.config.build_missing || served(state.config, settings)) return "";
+  return `not built on this server; build it with: ${buildCommand(settings)} (or start rag serve --build-missing)`;
+}
+
+function buildCommand(r) {
+  const parts = ["rag index build", `--corpus ${r.corpus}`, `--encoder ${r.encoder}`];
+  if (r.dim) parts.push(`--dim ${r.dim}`);
+  if (r.index) parts.push(`--index ${r.index}`);
+  if (r.reduce) parts.push(`--reduce ${r.reduce}`);
+  return parts.join(" ");
+}
+
+// Two configurations this server serves now (from /config, never names spelled here): A is the default's index,
+// B another built index of the same corpus. With one built and builds off, B repeats A and a note says which
+// command builds a second (the same index at a quarter of its width).
+function comparePresets(config) {
+  const indexed = config.configurations.filter((c) => c.index);
+  const explicit = indexed.filter((c) => c.dim);  // built indexes name their d; the default alias does not
+  const withIndex = explicit.length ? explicit : indexed;
+  const d = config.defaults;
+  const a = withIndex.find((c) => c.corpus === d.corpus && c.retriever === d.retriever) || withIndex[0] || d;
+  const b = withIndex.find((c) => c.corpus === a.corpus && c.retriever === a.retriever && !sameIndex(c, a));
+  if (b) return [a, b, ""];
+  const width = a.dim || 384;
+  const smaller = {...a, dim: Math.max(8, Math.round(width / 4))};
+  if (config.build_missing) return [a, smaller, ""];
+  return [a, a, `Only one index of ${a.corpus} is built here, so B starts as A. Build a second to compare: ${buildCommand(smaller)}`];
+}
 const human = (n) => (n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(2)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
 
 function indexRow(indexes, r) {
@@ -239,6 +292,14 @@ async function runCompare(event) {
   event?.preventDefault();
   const question = $("compare-question").value.trim();
   if (!question) return;
+  for (const side of ["a", "b"]) {
+    const missing = notServed(readSettings(`compare-${side}`));
+    if (missing) {
+      $("compare-status").textContent = `${side.toUpperCase()}: ${missing}`;
+      document.body.dataset.compareState = "not-built";
+      return;
+    }
+  }
   $("compare-run").disabled = true;
   $("compare-status").textContent = "searching ...";
   document.body.dataset.compareState = "running";
@@ -309,7 +370,8 @@ async function drawStudy() {
   const xBytes = retrieval ? ["bytes_per_vector", "bytes per vector (log)"] : ["bytes_fp32", "model bytes, fp32 (log)"];
   const rows = study.rows
     .filter((r) => !retrieval || r.retriever === $("study-retriever").value)
-    .map((r, i) => ({...r, _row: i, _series: retrieval ? `${r.encoder} ${r.reduce} ${r.index}` : `${r.pos ?? "lm"} tied=${r.tied}`}))
+    .map((r, i) => ({...r, _row: i, _series: retrieval ? `${r.encoder} ${r.reduce} ${r.index}` : `${r.pos ?? "lm"} tied=${r.tied}`,
+                     _style: String(retrieval ? r.index : r.tied)}))
     .filter((r) => typeof r[metric] === "number" && r.dim > 0);
   state.shown = rows;
   $("chart-dim-title").textContent = `${metric} against d`;
@@ -319,19 +381,34 @@ async function drawStudy() {
   $("study-status").textContent = `${rows.length} rows from ${study.name}`;
 }
 
+// Tooltip numbers: whole numbers with thousands separators, others to 4 significant digits (0.6349, 39.8).
+function tooltipFormat(study, c) {
+  const values = study.rows.map((r) => r[c]).filter((v) => typeof v === "number");
+  if (!values.length) return {};
+  return values.every(Number.isInteger) ? {format: ","} : {format: ".4~r"};
+}
+
 async function drawChart(container, rows, study, metric, [x, title]) {
   const escape = (f) => f.replace(/[.[\]\\]/g, "\\$&");
   const typeOf = (c) => (study.rows.some((r) => typeof r[c] === "number") ? "quantitative" : "nominal");
   const filled = study.columns.filter((c) => study.rows.some((r) => r[c] !== null && r[c] !== undefined));
-  const tooltip = filled.map((c) => ({field: escape(c), type: typeOf(c)}));
+  const tooltip = filled.map((c) => ({field: escape(c), type: typeOf(c), ...tooltipFormat(study, c)}));
+  const series = new Set(rows.map((r) => r._series)).size;
+  // Series that coincide (flat, hnsw and sq8 score alike) stay apart by dash and shape; up to 20 get their own colour.
   const spec = {
     width: "container", height: 300, data: {values: rows}, autosize: {type: "fit-x", contains: "padding"},
-    encoding: {x: {field: escape(x), type: "quantitative", scale: {type: "log", base: 2}, title,
-                   axis: x === "dim" ? {values: [...new Set(rows.map((r) => r.dim))].sort((a, b) => a - b)} : {format: "~s"}},
-               y: {field: escape(metric), type: "quantitative", scale: {zero: false}, title: metric},
-               color: {field: "_series", type: "nominal", title: null, legend: {orient: "bottom", columns: 3}}},
-    layer: [{mark: {type: "line", opacity: 0.45}},
-            {mark: {type: "point", filled: true, size: 80, opacity: 0.9, cursor: "pointer"}, encoding: {tooltip}}],
+    background: null, config: {view: {stroke: null}},
+    encoding: {x: {field: escape(x), type: "quantitative", scale: {type: "log", base: 2, padding: 14}, title,
+                   axis: x === "dim" ? {values: [...new Set(rows.map((r) => r.dim))].sort((a, b) => a - b)}
+                                     : {format: ".3~s", labelOverlap: "greedy"}},
+               y: {field: escape(metric), type: "quantitative", scale: {zero: false, padding: 10}, title: metric},
+               color: {field: "_series", type: "nominal", title: null,
+                       scale: {scheme: series > 10 ? "tableau20" : "tableau10"},
+                       legend: {orient: "bottom", columns: container.clientWidth < 500 ? 1 : 2, labelLimit: 260, symbolLimit: 40}},
+               strokeDash: {field: "_style", type: "nominal", title: null, legend: null}},
+    layer: [{mark: {type: "line", opacity: 0.7, strokeWidth: 1.6}},
+            {mark: {type: "point", filled: true, size: 70, opacity: 0.9, cursor: "pointer"},
+             encoding: {tooltip, shape: {field: "_style", type: "nominal", title: null, legend: null}}}],
   };
   const {view} = await window.vegaEmbed(container, spec, {renderer: "svg", actions: false});
   view.addEventListener("click", (_, item) => { if (item?.datum?._row !== undefined) pick(item.datum, study); });
@@ -346,6 +423,14 @@ function pick(row, study) {
   location.hash = "#ask";
   $("ask-status").textContent = `settings from the study row: ${describe(wanted)}` +
     (refused.length ? `; not served here: ${refused.map(([n, v]) => `${n}=${v}`).join(", ")}` : "");
+  const chosen = {...readSettings("ask"), ...(study.kind === "retrieval" ? wanted : {})};
+  const built = state.config.build_missing || (!refused.length && served(state.config, chosen));
+  document.body.dataset.pickBuilt = built ? "1" : "0";
+  $("ask-run").disabled = !built;
+  if (!built) {
+    $("ask-status").textContent += `. Its index is not built on this server; build it with: ${buildCommand(chosen)}`;
+    for (const name of FIELDS) $(`ask-${name}`).addEventListener("change", () => { $("ask-run").disabled = false; }, {once: true});
+  }
 }
 
 // ------------------------------------------------------------------ views and start
@@ -367,8 +452,10 @@ async function init() {
   }
   window.demoTimes.config = performance.now();
   buildPickers($("ask-settings"), "ask", ["llm"]);
-  buildPickers($("compare-a"), "compare-a", [], {dim: 384, index: "flat", retriever: "dense"});
-  buildPickers($("compare-b"), "compare-b", [], {dim: 64, index: "ivf-pq", retriever: "dense"});
+  const [presetA, presetB, note] = comparePresets(state.config);
+  buildPickers($("compare-a"), "compare-a", [], presetA);
+  buildPickers($("compare-b"), "compare-b", [], presetB);
+  $("compare-note").textContent = note;
   $("server-note").textContent = `auth ${state.config.auth ? "on" : "off"} · builds ${state.config.build_missing ? "on" : "off"}`;
   $("ask-form").addEventListener("submit", runAsk);
   $("compare-form").addEventListener("submit", runCompare);
