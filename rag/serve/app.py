@@ -29,7 +29,7 @@ from rag.config import VERSION, RagError
 from rag.index.store import list_indexes as store_listing
 from rag.retrieve import RetrievalSettings
 from rag.serve.demo import add_demo
-from rag.serve.guard import ApiKey, BodyGuard, Observe
+from rag.serve.guard import ApiKey, BodyGuard, Observe, key_ok
 from rag.serve.models import (
     AskRequest,
     AskResponse,
@@ -94,7 +94,7 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
             allow_headers=["authorization", "content-type", "accept"],
         )
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=policy.allowed_hosts)
-    app.add_middleware(Observe, metrics=service.metrics)
+    app.add_middleware(Observe, metrics=service.metrics, routes=app.router.routes)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError):
@@ -115,8 +115,10 @@ def add_routes(app: FastAPI, service: Service, started: float) -> None:
     policy, pool = service.policy, service.pool
 
     @app.get("/health")
-    def health() -> dict:
-        """Liveness plus what is loaded (open without the API key)."""
+    def health(http: Request) -> dict:
+        """Liveness: 'ok' and the version for anyone; with the API key (or with none set) also what is loaded."""
+        if not key_ok(http.headers.raw, (policy.api_key or "").encode()):
+            return {"status": "ok", "version": VERSION}
         loaded = [service.public(dict(row)) for row in pool.loaded()]
         return {
             "status": "ok",

@@ -101,6 +101,15 @@ class BodyGuard:
         await self.app(scope, replay, send)
 
 
+def key_ok(headers, key: bytes) -> bool:
+    """Whether the ASGI headers carry `Authorization: Bearer <key>` (compared in constant time); True with no key."""
+    if not key:
+        return True
+    header = dict(headers).get(b"authorization", b"")
+    scheme, _, token = header.partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), key)
+
+
 class ApiKey:
     """Every path but /health needs `Authorization: Bearer <key>`; the key is compared in constant time."""
 
@@ -116,19 +125,37 @@ class ApiKey:
             or scope["path"].startswith(OPEN_PREFIXES)
         ):
             return await self.app(scope, receive, send)
-        header = dict(scope["headers"]).get(b"authorization", b"")
-        scheme, _, token = header.partition(b" ")
-        if scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.key):
+        if key_ok(scope["headers"], self.key):
             return await self.app(scope, receive, send)
         detail = "missing or wrong API key; send the header 'Authorization: Bearer <key>'"
         await send_json(send, 401, detail, [(b"www-authenticate", b'Bearer realm="rag"')])
 
 
-class Observe:
-    """One structured (JSON) access-log line and the Prometheus request metrics per request."""
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+UNMATCHED = "unmatched"  # the one label of every path that no route serves, so labels stay a bounded set
 
-    def __init__(self, app, metrics):
-        self.app, self.metrics = app, metrics
+
+def route_label(routes, scope) -> str:
+    """The route template that serves this request's path ('/v1/models', '/docs/assets'), or UNMATCHED. Found by
+    matching the path, so a request the key or the host check refused before routing is labelled the same way."""
+    from starlette.routing import Match
+
+    for route in routes:
+        try:
+            match, _ = route.matches({**scope, "type": "http"})
+        except Exception:  # a path no route can parse (bad percent-encoding): unmatched
+            return UNMATCHED
+        if match is not Match.NONE:
+            return getattr(route, "path", None) or UNMATCHED
+    return UNMATCHED
+
+
+class Observe:
+    """One structured (JSON) access-log line and the Prometheus request metrics per request. Metric labels come
+    from bounded sets only: the route template (or 'unmatched'), a known method (or 'other') and the status."""
+
+    def __init__(self, app, metrics, routes=()):
+        self.app, self.metrics, self.routes = app, metrics, routes
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -144,9 +171,9 @@ class Observe:
             await self.app(scope, receive, watch)
         finally:
             seconds = time.perf_counter() - t0
-            route = scope.get("route")
-            path = getattr(route, "path", None) or ("other" if status[0] == 404 else scope["path"])
-            self.metrics.observe(scope["method"], path, status[0], seconds)
+            route = getattr(scope.get("route"), "path", None) or route_label(self.routes, scope)
+            method = scope["method"] if scope["method"] in METHODS else "other"
+            self.metrics.observe(method, route, status[0], seconds)
             client = scope.get("client") or ("-", 0)
             access_log.info(
                 json.dumps(
