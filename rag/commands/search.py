@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from rag.commands.common import console, handle_errors, print_json, progress_bar, safe
+from rag.commands.common import console, handle_errors, print_json, progress_bar, safe, safe_name
 from rag.commands.options import retrieval_options
 from rag.retrieve import RetrievalSettings
 
@@ -40,7 +40,7 @@ def _search(question, settings, as_json):
     for n, h in enumerate(hits, 1):
         snippet = h.passage.text[:300] + ("…" if len(h.passage.text) > 300 else "")
         console.print(
-            f"\n[bold]{n}. {safe(h.passage.title)}[/]  [dim]{safe(h.passage.source)} · score {h.score:.3f}[/]"
+            f"\n[bold]{n}. {safe_name(h.passage.title)}[/]  [dim]{safe_name(h.passage.source)} · score {h.score:.3f}[/]"
             f"\n{safe(snippet)}",
             highlight=False,
         )
