@@ -84,7 +84,7 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
     add_docs(app)
     add_demo(app, service)  # the demo page at / (rag/serve/demo.py)
     # Outermost first at request time: metrics and logs, hosts, CORS, the key, then the body checks.
-    app.add_middleware(BodyGuard, max_body=policy.max_body)
+    app.add_middleware(BodyGuard, max_body=policy.max_body, body_timeout=policy.body_timeout)
     app.add_middleware(ApiKey, key=policy.api_key)
     if policy.cors_origins:
         app.add_middleware(

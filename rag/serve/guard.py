@@ -3,6 +3,7 @@ metrics (pure ASGI middleware), and an HTTP protocol that closes connections tha
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -61,11 +62,12 @@ def text_problem(body: bytes) -> str | None:
 
 
 class BodyGuard:
-    """Refuse bodies over max_body bytes (413, before reading them whole) and bodies that are not text (400);
-    pass the checked body on to the app."""
+    """Refuse bodies over max_body bytes (413, before reading them whole), bodies not whole within body_timeout
+    seconds of the head (408: a client trickling a byte a second, or sending nothing, holds no connection) and
+    bodies that are not text (400); pass the checked body on to the app."""
 
-    def __init__(self, app, max_body: int):
-        self.app, self.max_body = app, max_body
+    def __init__(self, app, max_body: int, body_timeout: float = 30.0):
+        self.app, self.max_body, self.body_timeout = app, max_body, body_timeout
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
@@ -75,16 +77,21 @@ class BodyGuard:
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
             return await send_json(send, 413, too_big, [(b"connection", b"close")])
         chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
-            if size > self.max_body:
-                return await send_json(send, 413, too_big, [(b"connection", b"close")])
-            if not message.get("more_body"):
-                break
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return
+                    chunks.append(message.get("body", b""))
+                    size += len(chunks[-1])
+                    if size > self.max_body:
+                        return await send_json(send, 413, too_big, [(b"connection", b"close")])
+                    if not message.get("more_body"):
+                        break
+        except TimeoutError:
+            slow = f"the request body did not arrive within {self.body_timeout:g} s; send it whole and at once"
+            return await send_json(send, 408, slow, [(b"connection", b"close")])
         body = b"".join(chunks)
         problem = text_problem(body) if body else None
         if problem:
