@@ -170,6 +170,28 @@ def build_lock(target: Path):
         os.close(fd)  # closing releases the lock
 
 
+def corpus_lock(corpus_folder: Path, on_wait=None):
+    """Hold the lock of one corpus in one index folder (indexes/<corpus>/.locks/__corpus__.lock): `rag index
+    update`, `build` and `prune` of the same corpus take turns. `on_wait(message)` is told when this one waits."""
+    return held_lock(
+        corpus_folder / ".locks" / "__corpus__.lock", f"another update, build or prune of {corpus_folder.name}", on_wait
+    )
+
+
+@contextmanager
+def held_lock(lock: Path, holder: str, on_wait):
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if not try_lock(fd, fcntl.LOCK_EX):
+            if on_wait:
+                on_wait(f"waiting for {holder} to finish (lock {lock.name})")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def reading(link: Path, attempts: int = 50):
     """Resolve `link` to its version folder and hold that version's reader lock while the caller reads it.
