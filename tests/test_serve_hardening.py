@@ -155,3 +155,30 @@ def test_abandoned_streams_stop_the_agent_and_free_their_threads(inprocess_serve
     assert cancelled >= 1, "no streamed run was stopped"
     assert threading.active_count() <= threads
     assert httpx.post(url + "/search", json={"question": body["question"]}, timeout=60).status_code == 200
+
+
+def test_deep_json_is_400_and_error_bodies_are_bounded(inprocess_server):
+    url = inprocess_server(warm=[])
+    for deep in ('{"question": ' + "[" * 1000 + "]" * 1000 + "}", '{"question": "x", "k": ' + "[" * 50000):
+        response = httpx.post(url + "/search", content=deep, headers={"content-type": "application/json"})
+        assert response.status_code == 400 and "nested" in response.json()["detail"], response.text[:200]
+    many = "{" + ",".join(f'"{i:x}":1' for i in range(7000)) + ', "question": "x"}'
+    assert len(many) < 64 * 1024
+    response = httpx.post(url + "/search", content=many, headers={"content-type": "application/json"})
+    assert response.status_code == 422 and len(response.content) < 8192
+    assert "more problems" in response.json()["detail"]
+
+
+def test_qrels_scores_are_range_checked(tmp_path):
+    import pytest
+
+    from rag.config import RagError
+    from rag.data.files import load_qrels_file
+
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("q1\td1\t1\nq1\td2\t99999999999999999999999\n")
+    with pytest.warns(Warning, match="1 malformed line.*line 2.*-1000 to 1000"):
+        assert load_qrels_file(qrels) == {"q1": {"d1": 1}}
+    qrels.write_text("q1\td2\t4294967296\n")
+    with pytest.raises(RagError, match="malformed"):
+        load_qrels_file(qrels)

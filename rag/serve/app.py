@@ -45,6 +45,14 @@ from rag.serve.policy import ServePolicy, hide_paths, parse_corpora
 from rag.serve.pool import ServePool
 from rag.serve.service import Service, sse
 
+MAX_ERRORS_SHOWN = 10  # validation problems listed in a 422; the rest are counted
+MAX_DETAIL_CHARS = 2000  # an error message longer than this is cut
+
+
+def bounded(detail: str) -> str:
+    return detail if len(detail) <= MAX_DETAIL_CHARS else detail[: MAX_DETAIL_CHARS - 1] + "…"
+
+
 SSE_RESPONSE = sse_content("event: step (one per agent node), then event: answer (the JSON above), then event: done")
 
 
@@ -98,14 +106,21 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError):
-        errors = plain(exc.errors())
-        return JSONResponse(status_code=422, content={"detail": hide_paths(one_line(exc.errors())), "errors": errors})
+        shown = exc.errors()[:MAX_ERRORS_SHOWN]  # 7,000 unknown keys once made a 936 KB answer
+        detail = hide_paths(one_line(shown))
+        if len(exc.errors()) > MAX_ERRORS_SHOWN:
+            detail += f"; and {len(exc.errors()) - MAX_ERRORS_SHOWN} more problems"
+        return JSONResponse(status_code=422, content={"detail": bounded(detail), "errors": plain(shown)})
+
+    @app.exception_handler(RecursionError)
+    async def too_deep(_: Request, exc: RecursionError):
+        return JSONResponse(status_code=400, content={"detail": "the request is nested too deeply"})
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
-        content = {"detail": str(exc.detail)}
+        content = {"detail": bounded(str(exc.detail))}
         if request.url.path.startswith("/v1/"):  # OpenAI clients read error.message
-            content["error"] = {"message": str(exc.detail), "type": "invalid_request_error", "code": exc.status_code}
+            content["error"] = {"message": content["detail"], "type": "invalid_request_error", "code": exc.status_code}
         return JSONResponse(status_code=exc.status_code, content=content, headers=getattr(exc, "headers", None))
 
     return app

@@ -32,16 +32,45 @@ async def send_json(send, status: int, detail: str, headers: list[tuple[bytes, b
     await send({"type": "http.response.body", "body": body})
 
 
+MAX_JSON_DEPTH = 32  # request bodies are flat objects; 1,000 levels once reached a RecursionError (a 500)
+
+
+def json_depth(text: str) -> int:
+    """The deepest bracket nesting of a JSON text, brackets inside strings not counted (linear, no recursion)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
 def text_problem(body: bytes) -> str | None:
     """Why a JSON body cannot be taken as text (invalid UTF-8, a lone surrogate), or None."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         return f"the request body is not valid UTF-8 (bad byte at offset {exc.start}); send UTF-8 encoded JSON"
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and json_depth(text) > MAX_JSON_DEPTH:
+        return f"the request JSON is nested more than {MAX_JSON_DEPTH} levels deep; send a flat object"
     try:
         data = json.loads(text)
     except ValueError:
         return None  # the endpoint's own parser reports invalid JSON (422)
+    except RecursionError:  # a depth json_depth did not see (it counts brackets outside strings)
+        return "the request JSON is nested too deeply; send a flat object"
     stack = [data]
     while stack:
         item = stack.pop()
