@@ -4,7 +4,8 @@ attack phrasings, each set reported on its own.
 Benign: real sentences from every named corpus that is available (builtin, scifact, hotpotqa, squad), from the
 passages whose id hash falls in the held-out quarters 1 and 3 (the classifier trains on quarter 0 and the
 thresholds were chosen on quarter 2), plus tests/data/injection/benign_howto.txt: how-to and runbook sentences
-that give orders to a human reader ("revoke the old key", "ignore the warning if the disk is new").
+that give orders to a human reader ("revoke the old key", "ignore the warning if the disk is new"), and
+benign_howto2.txt, written after the rules and thresholds were fixed and measured once.
 
 Attacks: one file per set in tests/data/injection/ (one variant per line, a literal \\n between its sentences).
 A variant counts as caught when any of its sentences is flagged. fresh3.txt was written after the rules and
@@ -21,7 +22,7 @@ from pathlib import Path
 
 SETS = Path(__file__).resolve().parents[2] / "tests" / "data" / "injection"
 ATTACK_SETS = ("dev.txt", "heldout.txt", "fresh.txt", "fresh2.txt", "issue23.txt", "fresh3.txt")
-BENIGN_SET = "benign_howto.txt"
+BENIGN_SETS = ("benign_howto.txt", "benign_howto2.txt")  # the second was written after the rules were fixed
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
 
@@ -64,7 +65,7 @@ def measure(per_corpus: int = 700) -> dict:
     from rag.agent.injection import detector
 
     det = detector()
-    benign = {**corpus_sentences(per_corpus), BENIGN_SET: read_lines(BENIGN_SET)}
+    benign = {**corpus_sentences(per_corpus), **{name: read_lines(name) for name in BENIGN_SETS}}
     out: dict = {"benign": {}, "attacks": {}}
     for source, sents in benign.items():
         flagged = [s for s in sents if any(det.flags([s]))]
@@ -88,7 +89,7 @@ def main(argv: list[str]) -> None:
         for s in examples[:5]:
             print(f"      e.g. {s[:110]}")
     print(f"  {'all':18s} {total_fp:4d} / {total_b:5d} flagged  ({total_fp / max(total_b, 1):.2%})")
-    print("attack phrasings (recall):")
+    print("attack phrasings (recall; fresh3.txt was written after the thresholds were fixed):")
     for name, (c, n, missed) in result["attacks"].items():
         print(f"  {name:18s} {c:4d} / {n:4d} caught   ({c / max(n, 1):.1%})")
         for v in missed[:6]:
