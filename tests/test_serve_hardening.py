@@ -182,3 +182,22 @@ def test_qrels_scores_are_range_checked(tmp_path):
     qrels.write_text("q1\td2\t4294967296\n")
     with pytest.raises(RagError, match="malformed"):
         load_qrels_file(qrels)
+
+
+def test_repeated_404s_for_an_unbuilt_bm25_cost_nothing(inprocess_server, tmp_path):
+    folder = tmp_path / "big"
+    folder.mkdir()
+    for i in range(400):
+        (folder / f"d{i:03d}.md").write_text(f"# Doc {i}\n\n" + f"Paragraph {i} about flywheels and gears. " * 40)
+    url = inprocess_server(warm=[], corpora=[f"big={folder}"])
+    body = {"question": "flywheels", "corpus": "big", "retriever": "bm25"}
+    with httpx.Client(base_url=url, timeout=60) as client:
+        t0 = time.perf_counter()
+        first = client.post("/search", json=body)
+        first_s = time.perf_counter() - t0
+        assert first.status_code == 404 and "not built" in first.json()["detail"]
+        t0 = time.perf_counter()
+        for _ in range(10):
+            assert client.post("/search", json=body).status_code == 404
+        repeat_s = (time.perf_counter() - t0) / 10
+    assert repeat_s < first_s / 5, (first_s, repeat_s)
