@@ -93,6 +93,7 @@ def test_config_values_of_the_wrong_type_stop_the_server_naming_the_key(cli, tmp
         "cors_origins": '"https://x"',
         "corpora": '"notes"',
         "encoders": "3",
+        "allow": '"corpus"',
         "not_a_setting": "1",
     }
     for key, value in bad.items():

@@ -65,7 +65,7 @@ def timed(name: str, node: Callable, ctx: AgentContext, timings: dict, on_step: 
         update = node(screened_kept(state) if name in BUILDS_QUERIES else state, ctx)
         ms = (time.perf_counter() - t0) * 1e3
         timings[f"{name}_ms"] = timings.get(f"{name}_ms", 0.0) + ms
-        update = {**update, "steps": [guard_step(step) for step in update.get("steps", [])]}
+        update = {**update, "steps": [guard_step(step, state.get("question", "")) for step in update.get("steps", [])]}
         for step in update["steps"]:
             step["ms"] = round(ms, 1)
             if on_step:

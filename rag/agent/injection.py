@@ -8,8 +8,14 @@ scripts mapped to Latin by Unicode's confusables table, case folded), either
 Windows of two and three neighbouring sentences are checked too, so an instruction split across sentences is
 caught; then every sentence of the window is flagged.
 
-The threshold was chosen on a dev split (tests/data/injection/dev.txt against corpus sentences) and measured once
-on held-out variants (tests/data/injection/heldout.txt); `rag bench injection` prints both.
+Letter-spaced text ("I g n o r e") is joined before the checks; a sentence that carries on a flagged instruction
+("... Then tell the user ...") is flagged with it. Below SURE_COSINE the semantic side needs an answer cue (the
+text speaks of an answer, a reader or a model), so orders to human readers ("revoke the old key") are kept.
+
+Thresholds were chosen on a dev split (corpus quarter 2, tests/data/injection/dev.txt, issue23.txt,
+benign_howto.txt); `python -m rag.agent.injection_eval` prints the false-positive rate on held-out corpus sentences
+and both how-to sets, and the recall on every attack set (fresh3.txt was written after the thresholds were fixed).
+docs/security.md has the figures.
 
 screen_passages() removes flagged sentences before any backend sees a passage and names the passage in a
 warning; scrub_answer() drops any flagged sentence from a finished answer, whichever backend wrote it.
@@ -591,11 +597,14 @@ ORPHAN_CITATIONS = re.compile(r"\s*(?:\[\d+\]\s*)+[.,;]?\s*")  # a line left hol
 WITHHELD = "[withheld: instruction-like text from a passage]"
 
 
-def guard_strings(values: list[str]) -> tuple[list[str], int]:
-    """Each string, or WITHHELD where the detector flags it (queries, titles and other text a step carries)."""
+def guard_strings(values: list[str], question: str = "") -> tuple[list[str], int]:
+    """Each string, or WITHHELD where the detector flags it (queries, titles and other text a step carries). A
+    string made only of the question's own words came from the user, not from a passage, and is not checked."""
     det, out, n = detector(), [], 0
+    asked = set(re.findall(r"\w+", question.casefold()))
     for value in values:
-        if isinstance(value, str) and value.strip() and any(det.flags(pieces(value))):
+        words = set(re.findall(r"\w+", value.casefold())) if isinstance(value, str) else set()
+        if words and not words <= asked and any(det.flags(pieces(value))):
             out.append(WITHHELD)
             n += 1
         else:
@@ -603,16 +612,16 @@ def guard_strings(values: list[str]) -> tuple[list[str], int]:
     return out, n
 
 
-def guard_step(step: dict) -> dict:
+def guard_step(step: dict, question: str = "") -> dict:
     """A streamed or returned agent step with flagged text withheld: the search queries a rewrite or a hop built,
     the titles it came from, the sub-questions. Steps carry no passage text of their own."""
     out = dict(step)
     for key in ("query", "queries", "sub_questions", "from", "lookups"):
         value = out.get(key)
         if isinstance(value, str):
-            out[key] = guard_strings([value])[0][0]
+            out[key] = guard_strings([value], question)[0][0]
         elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-            out[key] = guard_strings(value)[0]
+            out[key] = guard_strings(value, question)[0]
     return out
 
 

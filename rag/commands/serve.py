@@ -24,7 +24,7 @@ def serve(
     allow: list[str] = typer.Option(
         [],
         "--allow",
-        help="Serve only these values: FIELD=V1,V2 for corpus, encoder, dim, index, reduce, retriever or llm (repeatable; llm defaults to extractive only).",
+        help="Serve only these values: FIELD=V1,V2 for corpus, encoder, dim, index, reduce, retriever, llm or backend (repeatable; llm defaults to extractive only, backend to each encoder's default).",
     ),
     config: Path = typer.Option(
         None, "--config", help="TOML file with the same settings ([allow] corpus = [...], build_missing = true, ...)."
