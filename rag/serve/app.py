@@ -130,10 +130,14 @@ def add_routes(app: FastAPI, service: Service, started: float) -> None:
     policy, pool = service.policy, service.pool
 
     @app.get("/health")
-    def health(http: Request) -> dict:
-        """Liveness: 'ok' and the version for anyone; with the API key (or with none set) also what is loaded."""
+    async def health(http: Request) -> dict:
+        """Liveness: 'ok' and the version for anyone, answered on the event loop (never queued behind busy worker
+        threads); with the API key (or with none set) also what is loaded."""
         if not key_ok(http.headers.raw, (policy.api_key or "").encode()):
             return {"status": "ok", "version": VERSION}
+        return await run_in_threadpool(health_details)
+
+    def health_details() -> dict:
         loaded = [service.public(dict(row)) for row in pool.loaded()]
         return {
             "status": "ok",
