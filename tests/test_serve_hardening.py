@@ -103,6 +103,10 @@ def test_config_values_of_the_wrong_type_stop_the_server_naming_the_key(cli, tmp
         assert result.exit_code == 2, (key, result.output)
         message = result.output.replace("\n", "")  # one message (rich wraps it at the test console's width)
         assert result.output.count("error:") == 1 and (f"{key}:" in message or f"'{key}'" in message), (key, message)
+    both = tmp_path / "both.toml"  # header_timeout in the file once clashed with the flag ("multiple values")
+    both.write_text('header_timeout = 3\nkeep_alive = 2\ntorch_threads = 2\nmax_body = "x"\n')
+    result = cli(["serve", "--config", both, "--port", "0", "--no-warm"])
+    assert "multiple values" not in result.output and "max_body:" in result.output.replace("\n", "")
     big = tmp_path / "big.toml"
     big.write_text("max_body = 1e400\n")
     assert "max_body" in cli(["serve", "--config", big, "--port", "0", "--no-warm"]).output
