@@ -160,3 +160,11 @@ def current_rss_mb() -> float:
     """This process's resident set now, in MiB."""
     rss = proc_status_mb("VmRSS")
     return rss if rss is not None else peak_rss_mb()
+
+
+def escape_controls(name: str) -> str:
+    """A file name or id as one visible line: control characters (newline, tab, ESC, C1, ...) written as escapes
+    (`\\n`, `\\x1b`), so a name cannot print fake lines or drive the terminal."""
+    return "".join(
+        ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode("ascii") for ch in str(name)
+    )

@@ -12,9 +12,11 @@ their steps to on_step, and runs the graph (run_agent).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from functools import partial
 from typing import Callable
 
+from rag.agent.injection import guard_step, screened_text
 from rag.agent.llm import ExtractiveBackend, get_backend
 from rag.agent.nodes import (
     AgentContext,
@@ -37,15 +39,34 @@ from rag.retrieve import RetrievalSettings, Retriever, open_retriever
 NODES = {"analyze": analyze, "retrieve": retrieve, "grade": grade, "rewrite": rewrite, "hop": hop, "answer": answer}
 
 
+BUILDS_QUERIES = ("hop",)  # nodes that build searches from kept passages: they see the passages screened
+
+
+def screened_kept(state: AgentState) -> AgentState:
+    """The state with each kept passage's text screened (rag.agent.injection), so that queries built from passages
+    never carry an instruction planted in one (the answer node screens again and reports what it removed)."""
+    found = {
+        pid: {
+            **f,
+            "hit": replace(f["hit"], passage=replace(f["hit"].passage, text=screened_text(f["hit"].passage.text))),
+        }
+        if f.get("kept")
+        else f
+        for pid, f in state["found"].items()
+    }
+    return {**state, "found": found}
+
+
 def timed(name: str, node: Callable, ctx: AgentContext, timings: dict, on_step: Callable | None) -> Callable:
     """node bound to ctx, as LangGraph calls it: adds its time to timings[name_ms], stamps and streams its steps."""
 
     def run(state: AgentState) -> dict:
         t0 = time.perf_counter()
-        update = node(state, ctx)
+        update = node(screened_kept(state) if name in BUILDS_QUERIES else state, ctx)
         ms = (time.perf_counter() - t0) * 1e3
         timings[f"{name}_ms"] = timings.get(f"{name}_ms", 0.0) + ms
-        for step in update.get("steps", []):
+        update = {**update, "steps": [guard_step(step, state.get("question", "")) for step in update.get("steps", [])]}
+        for step in update["steps"]:
             step["ms"] = round(ms, 1)
             if on_step:
                 on_step(step)

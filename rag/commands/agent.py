@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from rag.agent.settings import DEFAULT_AGENT, MAX_STEPS_LIMIT, AgentSettings
-from rag.commands.common import console, err_console, handle_errors, print_json, progress_bars, safe, warn
+from rag.commands.common import console, err_console, handle_errors, print_json, progress_bars, safe, safe_name, warn
 from rag.commands.options import (
     DEFAULTS,
     DimOpt,
@@ -69,7 +69,9 @@ def _ask(question, settings, llm, max_steps, server, as_json, no_update=False):
 
 
 def _titles(hits: list[dict], n: int = 3) -> str:
-    return "; ".join(f"{safe(h['title'][:60])} ({h['score']:.2f})" for h in hits[:n]) + (" …" if len(hits) > n else "")
+    return "; ".join(f"{safe_name(h['title'][:60])} ({h['score']:.2f})" for h in hits[:n]) + (
+        " …" if len(hits) > n else ""
+    )
 
 
 def show_step(step: dict) -> None:
@@ -92,7 +94,7 @@ def show_step(step: dict) -> None:
         kept = step["kept"]
         line = f"[bold cyan]grade[/]    kept {len(kept)}, dropped {step['dropped']} (by {step['judged_by']})"
         if kept:
-            line += ": " + ", ".join(safe(k["id"]) for k in kept[:4]) + (" …" if len(kept) > 4 else "")
+            line += ": " + ", ".join(safe_name(k["id"]) for k in kept[:4]) + (" …" if len(kept) > 4 else "")
     elif node == "rewrite":
         line = f"[bold yellow]rewrite[/]  {safe(step['reason'])} → “{safe(step['query'])}”"
     elif node == "hop":
@@ -122,7 +124,8 @@ def show_answer(result: dict) -> None:
     console.print(Panel(safe(result["answer"]), title="answer", expand=False), highlight=False)
     for c in result["citations"]:
         console.print(
-            f"  \\[{c['n']}] {safe(c['title'])}  [dim]{safe(c['id'])} · score {c['score']:.3f}[/]", highlight=False
+            f"  \\[{c['n']}] {safe_name(c['title'])}  [dim]{safe_name(c['id'])} · score {c['score']:.3f}[/]",
+            highlight=False,
         )
     t = result.get("timings", {})
     if "total_ms" in t:

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from rag.config import RagError
+from rag.config import RagError, escape_controls
 
 console = Console()
 err_console = Console(stderr=True)
@@ -25,6 +25,12 @@ def safe(text) -> str:
     """User or document text made safe to print: terminal escape sequences and control characters removed,
     rich markup escaped (so `[x]`, `[/b]` and `[1]` print as written)."""
     return escape(CONTROL.sub("", str(text)))
+
+
+def safe_name(name) -> str:
+    """A file name, id or title as one printable line: every control character (newline included) shown as an
+    escape, rich markup escaped."""
+    return escape(escape_controls(str(name)))
 
 
 def fail(message: str, code: int = 1):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from rag.commands.common import console, handle_errors, print_json, safe, warn
+from rag.commands.common import console, handle_errors, print_json, safe, safe_name, warn
 
 app = typer.Typer(help="List corpora and look at their passages.", no_args_is_help=True)
 
@@ -69,7 +69,9 @@ def show_cmd(
         highlight=False,
     )
     for p in corpus.passages[:n]:
-        console.print(f"\n[bold cyan]{safe(p.id)}[/] [bold]{safe(p.title)}[/]\n{safe(p.text[:400])}", highlight=False)
+        console.print(
+            f"\n[bold cyan]{safe_name(p.id)}[/] [bold]{safe_name(p.title)}[/]\n{safe(p.text[:400])}", highlight=False
+        )
 
 
 @app.command("synth")

@@ -49,14 +49,19 @@ def build_cmd(
         return build_sharded_cmd(corpus, spec, engine, shards, address, as_json)
     if stream or resume:  # bounded memory, resumable (rag.index.stream_build)
         return build_streamed_cmd(corpus, spec, chunk, resume, as_json)
+    from rag.config import index_dir
     from rag.data.corpus import folder_warnings, load_corpus
     from rag.index.store import build_and_save
+    from rag.index.versions import corpus_lock
+    from rag.retrieve.bm25 import BM25
 
     c = load_corpus(corpus)
     for line in folder_warnings(c):  # files not read, unsupported extensions, bad bytes: one line each
         warn(line)
-    with progress_bar(f"encoding {c.name} with {encoder}", enabled=not as_json) as progress:
-        manifest = build_and_save(c, spec, progress=progress)
+    with corpus_lock(index_dir() / c.safe_name, on_wait=warn):  # an update or prune of this corpus goes first
+        with progress_bar(f"encoding {c.name} with {encoder}", enabled=not as_json) as progress:
+            manifest = build_and_save(c, spec, progress=progress)
+        BM25(c.passages, cache_key=c.content_hash[:16])  # the sparse side too: a builds-off server's hybrid needs it
     manifest["invalid_utf8"] = c.invalid_utf8
     if as_json:
         return print_json(manifest)
@@ -89,7 +94,7 @@ def update_cmd(
     for line in folder_warnings(c):
         warn(line)
     with progress_bar(f"encoding new passages of {c.name}", enabled=not as_json) as progress:
-        rows = update_indexes(c, progress=progress)
+        rows = update_indexes(c, progress=progress, on_wait=warn)
     if as_json:
         return print_json(rows)
     for r in rows:
@@ -114,7 +119,7 @@ def prune_cmd(
     stored index uses (embeddings and BM25 of other corpus contents: evaluations without an index re-encode)."""
     from rag.index.update import prune
 
-    result = prune(keep)
+    result = prune(keep, on_wait=warn)
     if as_json:
         return print_json(result)
     for path in result["versions_removed"] + result["cache_removed"]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from rag.commands.common import console, handle_errors, print_json, progress_bar, safe, warn
+from rag.commands.common import console, handle_errors, print_json, progress_bar, safe, safe_name, warn
 from rag.commands.options import NoUpdateOpt, retrieval_options
 from rag.retrieve import RetrievalSettings
 
@@ -42,7 +42,7 @@ def _search(question, settings, as_json, no_update=False):
     for n, h in enumerate(hits, 1):
         snippet = h.passage.text[:300] + ("…" if len(h.passage.text) > 300 else "")
         console.print(
-            f"\n[bold]{n}. {safe(h.passage.title)}[/]  [dim]{safe(h.passage.source)} · score {h.score:.3f}[/]"
+            f"\n[bold]{n}. {safe_name(h.passage.title)}[/]  [dim]{safe_name(h.passage.source)} · score {h.score:.3f}[/]"
             f"\n{safe(snippet)}",
             highlight=False,
         )

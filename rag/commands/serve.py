@@ -27,7 +27,7 @@ def serve(
     allow: list[str] = typer.Option(
         [],
         "--allow",
-        help="Serve only these values: FIELD=V1,V2 for corpus, encoder, dim, index, reduce, retriever or llm (repeatable; llm defaults to extractive only).",
+        help="Serve only these values: FIELD=V1,V2 for corpus, encoder, dim, index, reduce, retriever, llm or backend (repeatable; llm defaults to extractive only, backend to each encoder's default).",
     ),
     config: Path = typer.Option(
         None, "--config", help="TOML file with the same settings ([allow] corpus = [...], build_missing = true, ...)."
@@ -63,12 +63,17 @@ def serve(
     cors_origin: list[str] = typer.Option(
         [], "--cors-origin", help="Origins allowed by CORS (default none: CORS off)."
     ),
-    timeout_keep_alive: float = typer.Option(5.0, min=0.1, help="Seconds an idle keep-alive connection stays open."),
+    timeout_keep_alive: float = typer.Option(
+        None, min=0.1, help="Seconds an idle keep-alive connection stays open. Default 5."
+    ),
     header_timeout: float = typer.Option(
-        10.0, min=0.1, help="Seconds a connection may take to send a whole request head."
+        None, min=0.1, help="Seconds a connection may take to send a whole request head. Default 10."
+    ),
+    body_timeout: float = typer.Option(
+        None, min=0.1, help="Seconds a request may take to send its body once the head is in (else 408). Default 30."
     ),
     torch_threads: int = typer.Option(
-        1, min=0, help="torch threads per request (requests already run in parallel); 0 = torch default."
+        None, min=0, help="torch threads per request (requests already run in parallel); 0 = torch default. Default 1."
     ),
     log_level: str = typer.Option(
         "info", help="uvicorn log level; access logs are JSON lines on the rag.access logger."
@@ -98,14 +103,16 @@ def serve(
             "allowed_hosts": list(allowed_host) or None,
             "cors_origins": list(cors_origin) or None,
             "watch": watch or None,
+            "header_timeout": header_timeout,
+            "body_timeout": body_timeout,
+            "keep_alive": timeout_keep_alive,
+            "torch_threads": torch_threads,
         }
-        settings.update({k: v for k, v in flags.items() if v is not None})
+        settings.update({k: v for k, v in flags.items() if v is not None})  # a flag given wins over the file
+        settings.setdefault("torch_threads", 1)
         policy = ServePolicy(
             **settings,
             api_key=read_api_key(str(api_key_file) if api_key_file else None),
-            header_timeout=header_timeout,
-            keep_alive=timeout_keep_alive,
-            torch_threads=torch_threads,
             warm=[DEFAULT_WARM] if warm else [],
         )
     except (RagError, TypeError) as exc:

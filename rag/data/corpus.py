@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from rag.config import BUILTIN_CORPUS_DIR, RagError, data_dir
+from rag.config import BUILTIN_CORPUS_DIR, RagError, data_dir, escape_controls
 from rag.data.chunking import chunk_blocks
 from rag.data.files import load_qrels_file, read_jsonl
 from rag.data.ingest import FORMATS, Unreadable, read_document, scan_folder
@@ -139,7 +139,7 @@ def load_folder(folder: Path, name: str | None = None) -> Corpus:
 
 def folder_warnings(corpus: Corpus) -> list[str]:
     """One line per file that was not read and one line for unsupported extensions, with counts."""
-    lines = [f"skipped {path}: {reason}" for path, reason in corpus.skipped]
+    lines = [f"skipped {escape_controls(path)}: {escape_controls(reason)}" for path, reason in corpus.skipped]
     if corpus.unsupported:
         counts = ", ".join(f"{ext} ×{n}" for ext, n in corpus.unsupported.items())
         lines.append(

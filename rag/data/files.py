@@ -63,6 +63,7 @@ def iter_jsonl(
 
 
 QRELS_LINE = re.compile(r"([^\t]+)\t([^\t]+)\t(-?\d+(?:\.\d*)?)(?:\t.*)?")  # query-id, corpus-id, score
+MAX_QREL_SCORE = 1000  # graded relevance is a small integer; pytrec_eval stores a C int (a huge one is SystemError)
 
 
 def load_qrels_file(path: str | Path) -> dict[str, dict[str, int]]:
@@ -77,11 +78,15 @@ def load_qrels_file(path: str | Path) -> dict[str, dict[str, int]]:
         if row is None and line.strip() and not line.startswith("query-id"):
             bad.append(number)
         elif row is not None:
-            qrels.setdefault(row[1], {})[row[2]] = int(float(row[3]))
+            score = float(row[3]) if len(row[3]) <= 20 else float("inf")
+            if abs(score) > MAX_QREL_SCORE:
+                bad.append(number)
+                continue
+            qrels.setdefault(row[1], {})[row[2]] = int(score)
     if bad:
         what = (
             f"qrels file {path}: {len(bad)} malformed line(s), the first is line {bad[0]}; each line needs "
-            "query-id<TAB>corpus-id<TAB>score"
+            f"query-id<TAB>corpus-id<TAB>score, the score an integer from -{MAX_QREL_SCORE} to {MAX_QREL_SCORE}"
         )
         if not qrels:
             raise RagError(what)

@@ -20,6 +20,7 @@ import io
 import logging
 import os
 import re
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +101,10 @@ def scan_folder(folder: Path) -> Scan:
             if name.startswith("."):
                 continue
             rel = path.relative_to(folder).as_posix()
+            kind = not_regular(path)
+            if kind:  # a FIFO blocks the reader forever, a device never ends: neither is a document
+                scan.skipped.append((rel, f"not a regular file ({kind}); skipped"))
+                continue
             if path.is_symlink():
                 target = path.resolve()
                 if not target.is_relative_to(root):
@@ -116,17 +121,50 @@ def scan_folder(folder: Path) -> Scan:
     return scan
 
 
+FILE_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+}
+
+
+def not_regular(path: Path) -> str | None:
+    """What the path is when it is not a regular file ('a FIFO', 'a character device', ...), else None. Follows a
+    symlink to its target; a path that cannot be stat'ed is left to the reader to report."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISREG(mode) else FILE_KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def read_bounded(path: Path, limit: int, fmt: str) -> bytes:
+    """The file's bytes, at most `limit`: opened without blocking (a FIFO swapped in after the scan cannot stall the
+    open), checked to be a regular file on the open descriptor (no race with the scan), read with a byte bound."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable(f"not a regular file ({FILE_KINDS.get(stat.S_IFMT(info.st_mode), 'unknown kind')})")
+        if info.st_size > limit:
+            raise Unreadable(f"{info.st_size / 2**20:.0f} MB is over the {limit // 2**20} MB limit for {fmt} files")
+        raw = f.read(limit + 1)
+    if len(raw) > limit:  # the file grew after the stat
+        raise Unreadable(f"over the {limit // 2**20} MB limit for {fmt} files")
+    return raw
+
+
 def read_document(path: Path) -> Document:
-    """Parse one file by its extension, or raise Unreadable with the reason."""
+    """Parse one file by its extension, or raise Unreadable with the reason. Only regular files are read, and never
+    more than the format's byte limit."""
     fmt = FORMATS[path.suffix.lower()]
-    size = path.stat().st_size
     limit = MAX_PDF_BYTES if fmt == "pdf" else MAX_TEXT_BYTES
-    if size > limit:
-        raise Unreadable(f"{size / 2**20:.0f} MB is over the {limit // 2**20} MB limit for {fmt} files")
+    raw = read_bounded(path, limit, fmt)
     if fmt == "pdf":
-        doc = parse_pdf(path)
+        doc = parse_pdf(io.BytesIO(raw))
     else:
-        raw = path.read_bytes()
         if b"\0" in raw[:8192]:
             raise Unreadable(f"binary content (NUL bytes) in a .{path.suffix.lstrip('.')} file")
         text, ok = decode_utf8(raw)
@@ -335,7 +373,7 @@ def pdf_page_blocks(text: str, page: int) -> list[Block]:
     return [Block(p.strip(), headings, page=page) for p in re.split(r"\n\s*\n", text) if p.strip()]
 
 
-def parse_pdf(path: Path) -> Document:
+def parse_pdf(path) -> Document:
     """pypdf: the text of each page. Encrypted (without an empty password) and corrupt files are Unreadable."""
     from pypdf import PdfReader
 

@@ -265,5 +265,5 @@ def embed_corpus_counted(
     vectors = np.concatenate(parts).astype(np.float32) if parts else np.zeros((0, encoder.dim), np.float32)
     save_npy(final, vectors)
     for part in folder.glob("part-*.npy"):
-        part.unlink()
+        part.unlink(missing_ok=True)  # a concurrent update of the same corpus may have removed it already
     return vectors, encoded

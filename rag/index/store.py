@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.config import VERSION, RagError, index_dir
+from rag.config import VERSION, RagError, atomic_write_text, cache_dir, index_dir
 from rag.data.corpus import Corpus, Passage
 from rag.encoders import check_backend, encoder_spec, get_encoder, vector_name
 from rag.encoders.base import document_text
@@ -33,6 +33,7 @@ from rag.index.versions import (
     IndexMissing,
     build_lock,
     corrupt,
+    held_lock,
     prune_versions,
     read_manifest,
     reading,
@@ -149,6 +150,31 @@ def list_indexes() -> list[dict]:
     return out
 
 
+# ---------------------------------------------------------------- who uses the shared cache
+
+INDEX_FOLDERS = "index-folders.json"  # in the cache dir: every index folder that built or opened an index with it
+
+
+def register_index_folder(root: Path | None = None) -> None:
+    """Record (once) that this index folder uses the cache, so that `rag index prune` run against another index
+    folder sharing the cache keeps what this one needs."""
+    root = str((root or index_dir()).resolve())
+    registry = cache_dir() / INDEX_FOLDERS
+    with held_lock(cache_dir() / ".locks" / "index-folders.lock", "another registration", None):
+        folders = [str(f) for f in registered_index_folders()]
+        if root not in folders:  # folders removed since drop out of the record
+            atomic_write_text(registry, json.dumps(sorted({*(f for f in folders if Path(f).is_dir()), root}), indent=1))
+
+
+def registered_index_folders() -> list[Path]:
+    """Every index folder recorded as using this cache (a damaged record counts as empty; see register)."""
+    try:
+        folders = json.loads((cache_dir() / INDEX_FOLDERS).read_text(encoding="utf-8"))
+        return [Path(f) for f in folders if isinstance(f, str)]
+    except (OSError, ValueError, TypeError):
+        return []
+
+
 def index_links() -> list[Path]:
     """Every index name in the index dir (the symlinks), whether or not what they point at is whole."""
     return sorted(p for p in index_dir().glob("*/*") if not p.name.startswith(".") and p.is_symlink())
@@ -174,6 +200,7 @@ def build_and_save(corpus: Corpus, spec: IndexSpec = DEFAULT_INDEX, progress=Non
     stored is whole and matches (corpus content, encoder, d, kind, reducer) it is reused ("reused": True)."""
     spec = spec.validated()
     target = index_path(corpus.safe_name, spec.name)
+    register_index_folder()
     with build_lock(target) as waited:
         if waited:
             reused = whole_and_matching(target, spec.expect(corpus.content_hash))
@@ -285,6 +312,7 @@ def load_index(corpus: Corpus, spec: IndexSpec = DEFAULT_INDEX, backend: str | N
 def load_index_dir(path: Path, expect: dict | None = None, rebuild: str | None = None) -> LoadedIndex:
     """Load one index (a link or a version folder) under its reader lock: verify the manifest and every file,
     check it against `expect`, read everything, and check the pieces against each other."""
+    register_index_folder()
     with reading(Path(path)) as real:
         manifest = read_manifest(real, rebuild)
         rebuild = rebuild or manifest_rebuild(manifest)

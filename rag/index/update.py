@@ -40,13 +40,14 @@ from rag.encoders.cache import (
     text_key,
 )
 from rag.index.spec import IndexSpec
-from rag.index.store import build_and_save, index_path
-from rag.index.versions import READERS, build_lock, prune_versions, read_manifest, version_folders
+from rag.index.store import build_and_save, index_path, register_index_folder, registered_index_folders
+from rag.index.versions import READERS, build_lock, corpus_lock, prune_versions, read_manifest, version_folders
 
 
-def index_links(corpus_safe_name: str | None = None) -> list[Path]:
-    """The index symlinks (indexes/<corpus>/<name>) of one corpus, or of every corpus."""
-    root = index_dir()
+def index_links(corpus_safe_name: str | None = None, root: Path | None = None) -> list[Path]:
+    """The index symlinks (indexes/<corpus>/<name>) of one corpus, or of every corpus (in `root`, default the
+    index dir)."""
+    root = root or index_dir()
     folders = [root / corpus_safe_name] if corpus_safe_name else sorted(p for p in root.glob("*") if p.is_dir())
     return sorted(p for f in folders for p in f.glob("*") if p.is_symlink() and not p.name.startswith("."))
 
@@ -69,8 +70,14 @@ def passage_diff(old: list[Passage], new: list[Passage]) -> dict:
     }
 
 
-def update_indexes(corpus: Corpus, progress=None) -> list[dict]:
-    """Bring every stored index of the corpus up to date with its content; one row per index."""
+def update_indexes(corpus: Corpus, progress=None, on_wait=None) -> list[dict]:
+    """Bring every stored index of the corpus up to date with its content; one row per index. Holds the corpus
+    lock: a second update (or a prune) of the same corpus waits, telling `on_wait`, then finds it up to date."""
+    with corpus_lock(index_dir() / corpus.safe_name, on_wait):
+        return update_locked(corpus, progress)
+
+
+def update_locked(corpus: Corpus, progress=None) -> list[dict]:
     links = index_links(corpus.safe_name)
     if not links:
         raise RagError(f"no stored index of {corpus.name} yet; build one with: rag index build --corpus {corpus.name}")
@@ -192,17 +199,22 @@ def folder_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def prune(keep: int = 1) -> dict:
-    """Remove old index versions and orphaned cache entries; say what was removed and how many bytes it freed."""
+def prune(keep: int = 1, on_wait=None) -> dict:
+    """Remove old index versions and orphaned cache entries; say what was removed and how many bytes it freed.
+    A cache entry is orphaned when no index folder recorded as using the cache (rag.index.store
+    .register_index_folder) still needs it, not just this one."""
     if not isinstance(keep, int) or keep < 1:
         raise RagError(f"--keep must be at least 1 (the current version), got {keep!r}")
     removed_versions, freed = [], 0
-    for link in index_links():
-        with build_lock(link):
-            sizes = {v: folder_bytes(v) for v in version_folders(link)}
-            for gone in prune_versions(link, keep):
-                removed_versions.append(str(gone))
-                freed += sizes.get(gone, 0)
+    register_index_folder()
+    for corpus_folder in sorted({link.parent for link in index_links()}):
+        with corpus_lock(corpus_folder, on_wait):
+            for link in index_links(corpus_folder.name):
+                with build_lock(link):
+                    sizes = {v: folder_bytes(v) for v in version_folders(link)}
+                    for gone in prune_versions(link, keep):
+                        removed_versions.append(str(gone))
+                        freed += sizes.get(gone, 0)
     cache = prune_cache()
     return {
         "versions_removed": removed_versions,
@@ -213,10 +225,12 @@ def prune(keep: int = 1) -> dict:
 
 
 def used_by_indexes() -> tuple[set[str], dict[str, set[str]]]:
-    """(corpus hash prefixes, {encoder slug: text keys}) of every stored version left."""
+    """(corpus hash prefixes, {encoder slug: text keys}) of every stored version left in every index folder that
+    uses this cache (this one and the registered others that still exist)."""
     hashes: set[str] = set()
     keys: dict[str, set[str]] = {}
-    for link in index_links():
+    roots = {index_dir().resolve(), *(r for r in registered_index_folders() if r.is_dir())}
+    for link in (link for root in sorted(roots) for link in index_links(root=root)):
         for version in version_folders(link):
             try:
                 m = read_manifest(version)

@@ -8,6 +8,10 @@ What can't lie:
   manifest.json  lists every other file of the version with its sha256 (`files`) and is sealed by
                  `manifest_sha256`, the sha256 of its own canonical JSON without that key. An edited or damaged
                  manifest, a file it does not list, or a listed file that is missing or changed is corrupt.
+                 With RAG_INDEX_KEY set the seal is an HMAC-SHA256 under that key (`seal: hmac-sha256`), which
+                 someone who can write the folder but does not hold the key cannot recompute; with the key set an
+                 unkeyed manifest is refused. File entries must be plain relative paths inside the version
+                 folder, and an index link must point into its own `.versions` folder.
 Locks (fcntl.flock; the kernel drops them when a process dies, so a killed build never leaves a lock behind):
   .locks/<name>.lock    one build per index name at a time; the next builder waits for it
   <version>/.readers    held shared while a reader loads that version; pruning takes it exclusively without
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -31,6 +36,7 @@ from rag.config import RagError
 MANIFEST = "manifest.json"
 READERS = ".readers"
 SEAL = "manifest_sha256"
+SEAL_KIND = "seal"  # absent: plain sha256; "hmac-sha256": keyed with RAG_INDEX_KEY
 KEEP_VERSIONS = 2  # the current version and the one before it
 STALE = re.compile(r"^\.(tmp|link|trash)-(.+)-(\d{8}-\d{6}-\d{9}-\d+)$")
 
@@ -51,10 +57,54 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def manifest_digest(manifest: dict) -> str:
-    """sha256 of the manifest's canonical JSON (sorted keys, no spaces), leaving out the seal itself."""
-    body = {k: v for k, v in manifest.items() if k != SEAL}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+def index_key() -> bytes | None:
+    """RAG_INDEX_KEY (at least 16 characters) for keyed manifest seals, or None."""
+    key = os.environ.get("RAG_INDEX_KEY", "").strip()
+    if key and len(key) < 16:
+        raise RagError("RAG_INDEX_KEY is shorter than 16 characters; use a long random one (openssl rand -hex 32)")
+    return key.encode() if key else None
+
+
+def manifest_digest(manifest: dict, key: bytes | None = None) -> str:
+    """The seal: sha256 of the manifest's canonical JSON (sorted keys, no spaces) leaving out the seal itself, or
+    with a key the HMAC-SHA256 of the same bytes."""
+    body = json.dumps({k: v for k, v in manifest.items() if k != SEAL}, sort_keys=True, separators=(",", ":"))
+    if key:
+        return hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def seal(manifest: dict) -> dict:
+    """The manifest with its seal: keyed (HMAC-SHA256) when RAG_INDEX_KEY is set."""
+    key = index_key()
+    manifest = {k: v for k, v in manifest.items() if k not in (SEAL, SEAL_KIND)}
+    if key:
+        manifest[SEAL_KIND] = "hmac-sha256"
+    manifest[SEAL] = manifest_digest(manifest, key)
+    return manifest
+
+
+def seal_problem(manifest: dict) -> str | None:
+    """Why the manifest's seal does not hold, or None."""
+    if SEAL not in manifest:
+        return "its manifest has no seal (edited, damaged, or written by an older rag)"
+    key, kind = index_key(), manifest.get(SEAL_KIND)
+    if kind == "hmac-sha256" and not key:
+        return "its manifest is sealed with RAG_INDEX_KEY; set the same key to open it"
+    if key and kind != "hmac-sha256":
+        return "its manifest has no keyed seal and RAG_INDEX_KEY is set (rebuild it with the key set)"
+    if kind not in (None, "hmac-sha256"):
+        return f"its manifest names an unknown seal kind {str(kind)[:40]!r}"
+    if not hmac.compare_digest(str(manifest.get(SEAL)), manifest_digest(manifest, key if kind else None)):
+        what = "HMAC-SHA256" if kind else "sha256"
+        return f"its manifest fails its own {what} seal (edited, damaged, or written by an older rag)"
+    return None
+
+
+def unsafe_entry(name: str) -> bool:
+    """A manifest file entry that is not a plain relative path inside the version folder."""
+    parts = name.split("/")
+    return not name or name.startswith("/") or "\\" in name or any(p in ("", ".", "..") for p in parts)
 
 
 def corrupt(path: Path, problem: str, rebuild: str) -> IndexCorrupt:
@@ -78,12 +128,18 @@ def read_manifest(path: Path, rebuild: str | None = None) -> dict:
 
 def verify_version(path: Path, manifest: dict, rebuild: str, required: tuple[str, ...] = ()) -> None:
     """The seal, the file list (every file listed, every required file present) and every sha256; else IndexCorrupt."""
-    if manifest.get(SEAL) != manifest_digest(manifest):
-        problem = "its manifest has no seal" if SEAL not in manifest else "its manifest fails its own sha256 seal"
-        raise corrupt(path, problem + " (edited, damaged, or written by an older rag)", rebuild)
+    problem = seal_problem(manifest)
+    if problem:
+        raise corrupt(path, problem, rebuild)
     files = manifest.get("files")
     if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
         raise corrupt(path, "its manifest has no valid 'files' list", rebuild)
+    outside = [name for name in files if unsafe_entry(name) or (path / name).is_symlink()]
+    if outside:
+        raise corrupt(path, f"its manifest lists {outside[0][:80]!r}, which is not a file inside the version", rebuild)
+    readers = path / READERS
+    if readers.exists() and (readers.is_symlink() or not readers.is_file()):
+        raise corrupt(path, f"{READERS} is not a plain file (the reader lock search takes)", rebuild)
     on_disk = {p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file()} - {MANIFEST, READERS}
     unlisted = sorted(on_disk - set(files)) + [f for f in required if f not in files]
     if unlisted:
@@ -122,8 +178,7 @@ def write_version(target: Path, write_files, manifest: dict) -> Path:
         write_files(tmp)
         names = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
         checksums = {name: sha256_file(tmp / name) for name in names}
-        manifest = {**manifest, "files": checksums, "bytes": sum((tmp / f).stat().st_size for f in checksums)}
-        manifest[SEAL] = manifest_digest(manifest)
+        manifest = seal({**manifest, "files": checksums, "bytes": sum((tmp / f).stat().st_size for f in checksums)})
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
         (tmp / READERS).touch()
         for path in sorted(tmp.rglob("*"), reverse=True):
@@ -170,6 +225,28 @@ def build_lock(target: Path):
         os.close(fd)  # closing releases the lock
 
 
+def corpus_lock(corpus_folder: Path, on_wait=None):
+    """Hold the lock of one corpus in one index folder (indexes/<corpus>/.locks/__corpus__.lock): `rag index
+    update`, `build` and `prune` of the same corpus take turns. `on_wait(message)` is told when this one waits."""
+    return held_lock(
+        corpus_folder / ".locks" / "__corpus__.lock", f"another update, build or prune of {corpus_folder.name}", on_wait
+    )
+
+
+@contextmanager
+def held_lock(lock: Path, holder: str, on_wait):
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if not try_lock(fd, fcntl.LOCK_EX):
+            if on_wait:
+                on_wait(f"waiting for {holder} to finish (lock {lock.name})")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def reading(link: Path, attempts: int = 50):
     """Resolve `link` to its version folder and hold that version's reader lock while the caller reads it.
@@ -178,6 +255,10 @@ def reading(link: Path, attempts: int = 50):
     """
     for _ in range(attempts):
         real = Path(link).resolve()
+        if Path(link).is_symlink() and not real.is_relative_to((Path(link).parent / ".versions").resolve()):
+            raise corrupt(
+                Path(link), "its version link points outside its index folder", "rag index build with the same options"
+            )
         try:
             fd = os.open(real / READERS, os.O_RDONLY)
         except FileNotFoundError:

@@ -26,7 +26,7 @@ from rag.config import VERSION, RagError
 from rag.index.store import list_indexes as store_listing
 from rag.retrieve import RETRIEVER_KINDS, RetrievalSettings
 from rag.serve.demo import add_demo
-from rag.serve.guard import ApiKey, BodyGuard, Observe
+from rag.serve.guard import ApiKey, BodyGuard, Observe, key_ok
 from rag.serve.models import (
     AskRequest,
     AskResponse,
@@ -41,6 +41,14 @@ from rag.serve.openai_api import add_openai_routes, served_configurations
 from rag.serve.policy import ServePolicy, hide_paths, parse_corpora
 from rag.serve.pool import ServePool
 from rag.serve.service import Service, sse
+
+MAX_ERRORS_SHOWN = 10  # validation problems listed in a 422; the rest are counted
+MAX_DETAIL_CHARS = 2000  # an error message longer than this is cut
+
+
+def bounded(detail: str) -> str:
+    return detail if len(detail) <= MAX_DETAIL_CHARS else detail[: MAX_DETAIL_CHARS - 1] + "…"
+
 
 SSE_RESPONSE = sse_content("event: step (one per agent node), then event: answer (the JSON above), then event: done")
 
@@ -88,7 +96,7 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
     add_docs(app)
     add_demo(app, service)  # the demo page at / (rag/serve/demo.py)
     # Outermost first at request time: metrics and logs, hosts, CORS, the key, then the body checks.
-    app.add_middleware(BodyGuard, max_body=policy.max_body)
+    app.add_middleware(BodyGuard, max_body=policy.max_body, body_timeout=policy.body_timeout)
     app.add_middleware(ApiKey, key=policy.api_key)
     if policy.cors_origins:
         app.add_middleware(
@@ -98,18 +106,25 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
             allow_headers=["authorization", "content-type", "accept"],
         )
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=policy.allowed_hosts)
-    app.add_middleware(Observe, metrics=service.metrics)
+    app.add_middleware(Observe, metrics=service.metrics, routes=app.router.routes)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError):
-        errors = plain(exc.errors())
-        return JSONResponse(status_code=422, content={"detail": hide_paths(one_line(exc.errors())), "errors": errors})
+        shown = exc.errors()[:MAX_ERRORS_SHOWN]  # 7,000 unknown keys once made a 936 KB answer
+        detail = hide_paths(one_line(shown))
+        if len(exc.errors()) > MAX_ERRORS_SHOWN:
+            detail += f"; and {len(exc.errors()) - MAX_ERRORS_SHOWN} more problems"
+        return JSONResponse(status_code=422, content={"detail": bounded(detail), "errors": plain(shown)})
+
+    @app.exception_handler(RecursionError)
+    async def too_deep(_: Request, exc: RecursionError):
+        return JSONResponse(status_code=400, content={"detail": "the request is nested too deeply"})
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
-        content = {"detail": str(exc.detail)}
+        content = {"detail": bounded(str(exc.detail))}
         if request.url.path.startswith("/v1/"):  # OpenAI clients read error.message
-            content["error"] = {"message": str(exc.detail), "type": "invalid_request_error", "code": exc.status_code}
+            content["error"] = {"message": content["detail"], "type": "invalid_request_error", "code": exc.status_code}
         return JSONResponse(status_code=exc.status_code, content=content, headers=getattr(exc, "headers", None))
 
     return app
@@ -119,8 +134,14 @@ def add_routes(app: FastAPI, service: Service, started: float) -> None:
     policy, pool = service.policy, service.pool
 
     @app.get("/health")
-    def health() -> dict:
-        """Liveness plus what is loaded (open without the API key)."""
+    async def health(http: Request) -> dict:
+        """Liveness: 'ok' and the version for anyone, answered on the event loop (never queued behind busy worker
+        threads); with the API key (or with none set) also what is loaded."""
+        if not key_ok(http.headers.raw, (policy.api_key or "").encode()):
+            return {"status": "ok", "version": VERSION}
+        return await run_in_threadpool(health_details)
+
+    def health_details() -> dict:
         loaded = [service.public(dict(row)) for row in pool.loaded()]
         return {
             "status": "ok",

@@ -3,6 +3,7 @@ metrics (pure ASGI middleware), and an HTTP protocol that closes connections tha
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -31,16 +32,45 @@ async def send_json(send, status: int, detail: str, headers: list[tuple[bytes, b
     await send({"type": "http.response.body", "body": body})
 
 
+MAX_JSON_DEPTH = 32  # request bodies are flat objects; 1,000 levels once reached a RecursionError (a 500)
+
+
+def json_depth(text: str) -> int:
+    """The deepest bracket nesting of a JSON text, brackets inside strings not counted (linear, no recursion)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
 def text_problem(body: bytes) -> str | None:
     """Why a JSON body cannot be taken as text (invalid UTF-8, a lone surrogate), or None."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         return f"the request body is not valid UTF-8 (bad byte at offset {exc.start}); send UTF-8 encoded JSON"
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and json_depth(text) > MAX_JSON_DEPTH:
+        return f"the request JSON is nested more than {MAX_JSON_DEPTH} levels deep; send a flat object"
     try:
         data = json.loads(text)
     except ValueError:
         return None  # the endpoint's own parser reports invalid JSON (422)
+    except RecursionError:  # a depth json_depth did not see (it counts brackets outside strings)
+        return "the request JSON is nested too deeply; send a flat object"
     stack = [data]
     while stack:
         item = stack.pop()
@@ -61,11 +91,12 @@ def text_problem(body: bytes) -> str | None:
 
 
 class BodyGuard:
-    """Refuse bodies over max_body bytes (413, before reading them whole) and bodies that are not text (400);
-    pass the checked body on to the app."""
+    """Refuse bodies over max_body bytes (413, before reading them whole), bodies not whole within body_timeout
+    seconds of the head (408: a client trickling a byte a second, or sending nothing, holds no connection) and
+    bodies that are not text (400); pass the checked body on to the app."""
 
-    def __init__(self, app, max_body: int):
-        self.app, self.max_body = app, max_body
+    def __init__(self, app, max_body: int, body_timeout: float = 30.0):
+        self.app, self.max_body, self.body_timeout = app, max_body, body_timeout
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
@@ -75,16 +106,21 @@ class BodyGuard:
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
             return await send_json(send, 413, too_big, [(b"connection", b"close")])
         chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
-            if size > self.max_body:
-                return await send_json(send, 413, too_big, [(b"connection", b"close")])
-            if not message.get("more_body"):
-                break
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return
+                    chunks.append(message.get("body", b""))
+                    size += len(chunks[-1])
+                    if size > self.max_body:
+                        return await send_json(send, 413, too_big, [(b"connection", b"close")])
+                    if not message.get("more_body"):
+                        break
+        except TimeoutError:
+            slow = f"the request body did not arrive within {self.body_timeout:g} s; send it whole and at once"
+            return await send_json(send, 408, slow, [(b"connection", b"close")])
         body = b"".join(chunks)
         problem = text_problem(body) if body else None
         if problem:
@@ -99,6 +135,15 @@ class BodyGuard:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+def key_ok(headers, key: bytes) -> bool:
+    """Whether the ASGI headers carry `Authorization: Bearer <key>` (compared in constant time); True with no key."""
+    if not key:
+        return True
+    header = dict(headers).get(b"authorization", b"")
+    scheme, _, token = header.partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), key)
 
 
 class ApiKey:
@@ -116,19 +161,37 @@ class ApiKey:
             or scope["path"].startswith(OPEN_PREFIXES)
         ):
             return await self.app(scope, receive, send)
-        header = dict(scope["headers"]).get(b"authorization", b"")
-        scheme, _, token = header.partition(b" ")
-        if scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.key):
+        if key_ok(scope["headers"], self.key):
             return await self.app(scope, receive, send)
         detail = "missing or wrong API key; send the header 'Authorization: Bearer <key>'"
         await send_json(send, 401, detail, [(b"www-authenticate", b'Bearer realm="rag"')])
 
 
-class Observe:
-    """One structured (JSON) access-log line and the Prometheus request metrics per request."""
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+UNMATCHED = "unmatched"  # the one label of every path that no route serves, so labels stay a bounded set
 
-    def __init__(self, app, metrics):
-        self.app, self.metrics = app, metrics
+
+def route_label(routes, scope) -> str:
+    """The route template that serves this request's path ('/v1/models', '/docs/assets'), or UNMATCHED. Found by
+    matching the path, so a request the key or the host check refused before routing is labelled the same way."""
+    from starlette.routing import Match
+
+    for route in routes:
+        try:
+            match, _ = route.matches({**scope, "type": "http"})
+        except Exception:  # a path no route can parse (bad percent-encoding): unmatched
+            return UNMATCHED
+        if match is not Match.NONE:
+            return getattr(route, "path", None) or UNMATCHED
+    return UNMATCHED
+
+
+class Observe:
+    """One structured (JSON) access-log line and the Prometheus request metrics per request. Metric labels come
+    from bounded sets only: the route template (or 'unmatched'), a known method (or 'other') and the status."""
+
+    def __init__(self, app, metrics, routes=()):
+        self.app, self.metrics, self.routes = app, metrics, routes
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -144,9 +207,9 @@ class Observe:
             await self.app(scope, receive, watch)
         finally:
             seconds = time.perf_counter() - t0
-            route = scope.get("route")
-            path = getattr(route, "path", None) or ("other" if status[0] == 404 else scope["path"])
-            self.metrics.observe(scope["method"], path, status[0], seconds)
+            route = getattr(scope.get("route"), "path", None) or route_label(self.routes, scope)
+            method = scope["method"] if scope["method"] in METHODS else "other"
+            self.metrics.observe(method, route, status[0], seconds)
             client = scope.get("client") or ("-", 0)
             access_log.info(
                 json.dumps(

@@ -16,6 +16,9 @@ class Metrics:
         self.latency = Histogram(
             "rag_request_seconds", "HTTP request latency by endpoint", ["method", "path"], buckets=BUCKETS, registry=r
         )
+        self.streams_cancelled = Counter(
+            "rag_streams_cancelled", "streamed agent runs stopped because the client went away", registry=r
+        )
         self.injections = Counter("rag_injection_flags", "passages flagged as carrying instructions", registry=r)
         Gauge("rag_pool_open_retrievers", "retrievers open in the pool", registry=r).set_function(
             lambda: len(pool.entries)

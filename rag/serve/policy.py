@@ -12,16 +12,19 @@ import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rag.agent.settings import DEFAULT_AGENT
 from rag.config import REPO_DIR, RagError, cache_dir, data_dir, index_dir
 from rag.data.corpus import NAMED_CORPORA
-from rag.encoders import ENCODER_NAMES
+from rag.encoders import ENCODER_NAMES, check_backend
 from rag.index.kinds import INDEX_KINDS
 from rag.reduce import REDUCERS
 from rag.retrieve import RETRIEVERS, RetrievalSettings
 
-ALLOW_FIELDS = ("corpus", "encoder", "dim", "index", "reduce", "retriever", "llm")
+ALLOW_FIELDS = ("corpus", "encoder", "dim", "index", "reduce", "retriever", "llm", "backend")
 LOCAL_HOSTS = ["localhost", "127.0.0.1", "::1", "[::1]"]
 DEFAULT_WARM = {"corpus": "builtin", "encoder": "minilm", "index": "flat", "retriever": "hybrid"}
 DEFAULT_LLMS = [DEFAULT_AGENT.llm]  # 'local' loads a 135M model, 'openai' spends the operator's key: opt-in only
@@ -33,6 +36,50 @@ class Forbidden(RagError):
 
 class Busy(RagError):
     """The server will not start more work of this kind now (HTTP 503, retry later)."""
+
+
+class ServeSettings(BaseModel):
+    """The one typed model of every operator setting, for the TOML file, the `rag serve` flags and create_app():
+    strict types (the string "false" is not a boolean, 1e400 is not an integer), ranges, no unknown keys."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    allow: dict[str, list[str]] = {}
+    corpora: dict[str, str] = {}
+    encoders: list[str] | dict[str, str] = []
+    build_missing: bool = False
+    api_key: str | None = None
+    allowed_hosts: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] = list(LOCAL_HOSTS)
+    cors_origins: list[str] = []
+    max_body: Annotated[int, Field(ge=1024, le=64 * 2**20)] = 64 * 1024
+    max_open: Annotated[int, Field(ge=1, le=1000)] = 8
+    max_memory_mb: Annotated[int, Field(ge=1, le=2**24)] = 4096
+    max_builds: Annotated[int, Field(ge=1, le=64)] = 1
+    max_inflight: Annotated[int, Field(ge=0, le=100_000)] = 0
+    header_timeout: Annotated[float, Field(gt=0, le=600)] = 10.0
+    body_timeout: Annotated[float, Field(gt=0, le=3600)] = 30.0
+    keep_alive: Annotated[float, Field(gt=0, le=600)] = 5.0
+    torch_threads: Annotated[int, Field(ge=0, le=1024)] = 0
+    warm: list[dict] = []
+
+
+def check_settings(values: dict, where: str = "serve setting") -> dict:
+    """The values checked against ServeSettings (only the keys given), or RagError naming the first bad key in
+    one line: "serve.toml: max_body: Input should be a valid integer (got '100')"."""
+    try:
+        ServeSettings.model_validate(values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        tags = ("str", "int", "float", "bool", "dict", "list")  # the branch names pydantic puts in a union's loc
+        key = ".".join(str(p) for p in first["loc"] if not (isinstance(p, str) and ("[" in p or p in tags)))
+        unknown = sorted(str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden")
+        if unknown:
+            known = ", ".join(sorted(f for f in ServeSettings.model_fields if f not in ("api_key", "warm")))
+            raise RagError(f"{where}: unknown settings {unknown}; known: {known}") from None
+        got = repr(first.get("input"))
+        got = got if len(got) <= 60 else got[:57] + "..."
+        raise RagError(f"{where}: {key}: {first['msg']} (got {got})") from None
+    return values
 
 
 @dataclass
@@ -52,12 +99,14 @@ class ServePolicy:
     max_builds: int = 1
     max_inflight: int = 0
     header_timeout: float = 10.0
+    body_timeout: float = 30.0  # seconds from the end of the head to the end of the body (slow bodies get 408)
     keep_alive: float = 5.0
     torch_threads: int = 0
     warm: list[dict] = field(default_factory=list)
     watch: bool = False  # update served folder corpora in the background when their files change (rag.serve.watch)
 
     def __post_init__(self):
+        check_settings({f.name: getattr(self, f.name) for f in fields(self)})
         for name, values in self.allow.items():
             if name not in ALLOW_FIELDS:
                 raise RagError(f"--allow {name}=...: unknown field; allowed fields: {', '.join(ALLOW_FIELDS)}")
@@ -79,6 +128,8 @@ class ServePolicy:
         """The values a request may use for a field; None = any (only dim: the encoder checks the range)."""
         if name in self.allow:
             return self.allow[name]
+        if name == "backend":
+            return []  # none beyond each encoder's default query backend (another one may export or load a model)
         return {
             "corpus": list(NAMED_CORPORA) + list(self.corpora),
             "encoder": list(ENCODER_NAMES) + [e for e in self.encoders if e not in ENCODER_NAMES],  # served names
@@ -104,6 +155,8 @@ class ServePolicy:
             self.check("reduce", settings.reduce)
         if llm is not None:
             self.check("llm", llm)
+        if settings.backend is not None:
+            self.check_encoder_backend(self.encoders.get(settings.encoder, settings.encoder), settings.backend)
         real = RetrievalSettings(
             **{
                 **settings.as_dict(),
@@ -114,6 +167,16 @@ class ServePolicy:
         if real.kind.dense:
             self.check("dim", real.dim)
         return real
+
+    def check_encoder_backend(self, encoder: str, backend: str) -> None:
+        """A backend named in a request: the encoder's default query backend, or one the operator allowed."""
+        default = check_backend(encoder, None, queries=True)
+        allowed = self.allowed("backend")
+        if backend != default and backend not in allowed:
+            raise Forbidden(
+                f"backend '{backend}' is not served here; allowed backend values: {', '.join([default, *allowed])} "
+                "(the operator may allow more with --allow backend=...)"
+            )
 
     def corpus_path(self, name: str) -> str:
         return self.corpora.get(name, name)
@@ -178,12 +241,18 @@ def read_config_file(path: str | Path) -> dict:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise RagError(f"cannot read the serve config {path}: {exc}") from None
-    known = {f.name for f in fields(ServePolicy)} - {"api_key", "warm"}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise RagError(f"{path}: unknown settings {unknown}; known: {', '.join(sorted(known))}")
-    data["allow"] = {k: [str(x) for x in (v if isinstance(v, list) else [v])] for k, v in data.get("allow", {}).items()}
-    return data
+    for secret in ("api_key", "warm"):  # the key comes from a file or the environment, warm-up from --warm
+        if secret in data:
+            raise RagError(f"{path}: '{secret}' cannot be set in the config file; known settings: see rag serve --help")
+    allow = data.get("allow", {})
+    if not isinstance(allow, dict):
+        raise RagError(f"{path}: allow: write it as a table, [allow] corpus = [...] (got {allow!r:.60})")
+    for name, values in allow.items():
+        for value in values if isinstance(values, list) else [values]:
+            if not isinstance(value, (str, int)) or isinstance(value, bool):
+                raise RagError(f"{path}: allow.{name}: values are names or numbers (got {value!r:.60})")
+    data["allow"] = {k: [str(x) for x in (v if isinstance(v, list) else [v])] for k, v in allow.items()}
+    return check_settings(data, str(path))
 
 
 def read_api_key(key_file: str | None) -> str | None:

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 
 from rag.config import RagError, bm25_cache_dir
@@ -16,6 +17,8 @@ from rag.data.corpus import NAMED_CORPORA, load_corpus, safe_corpus_name
 from rag.index.store import MANIFEST, IndexMissing, build_and_save, index_path
 from rag.retrieve import BM25, RetrievalSettings, Retriever, RetrieverPool
 from rag.serve.policy import Busy
+
+MISSING_TTL = 30.0  # seconds a "not built" answer is remembered when builds are off (an operator build shows after it)
 
 
 def estimated_bytes(retriever: Retriever) -> int:
@@ -38,6 +41,7 @@ class ServePool(RetrieverPool):
         self.sizes: dict[tuple, int] = {}
         self.builds_done = self.builds_refused = self.evictions = 0
         self.named_hashes: dict[str, str] = {}
+        self.known_missing: dict[tuple, tuple[float, str]] = {}  # pool key -> (when, what): 404s answered from here
 
     # ------------------------------------------------------------ builds, only when allowed
     def missing(self, settings: RetrievalSettings) -> str | None:
@@ -96,8 +100,16 @@ class ServePool(RetrieverPool):
         settings = settings.validated()
         key = settings.pool_key
         build = self.build_missing if build_missing is None else build_missing
+        if not build and key not in self.entries:
+            seen = self.known_missing.get(key)
+            if seen and time.monotonic() - seen[0] < MISSING_TTL:  # a repeated 404 costs a dict lookup, no corpus read
+                raise missing_error(settings, seen[1])
         if key not in self.entries and (what := self.missing(settings)) is not None:
             if not build:
+                with self.lock:
+                    if len(self.known_missing) > 1024:
+                        self.known_missing.clear()
+                    self.known_missing[key] = (time.monotonic(), what)
                 raise missing_error(settings, what)
             self.build(settings, what)
         retriever = super().get(settings, progress, build_missing=False, update=update)

@@ -80,13 +80,18 @@ class Service:
         """('step', step) as each agent node finishes, then ('answer', result) or ('error', {detail})."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
+        gone = threading.Event()  # set when the client goes away: the agent stops at its next node
 
         def on_step(step: dict) -> None:
+            if gone.is_set():
+                raise ClientGone("the client closed the stream")
             loop.call_soon_threadsafe(queue.put_nowait, ("step", step))
 
         async def worker():
             try:
                 await queue.put(("answer", await run_in_threadpool(run, on_step)))
+            except ClientGone:
+                self.metrics.streams_cancelled.inc()
             except RagError as exc:
                 await queue.put(("error", {"detail": self.http_error(exc).detail}))
             except Exception:
@@ -100,6 +105,7 @@ class Service:
             while (item := await queue.get()) is not None:
                 yield item
         finally:
+            gone.set()
             if not task.done():
                 task.add_done_callback(lambda t: t.exception())
 
@@ -129,6 +135,10 @@ class Service:
         if name in ("IndexMismatch", "IndexCorrupt"):
             return HTTPException(409, message)
         return HTTPException(422, message)
+
+
+class ClientGone(Exception):
+    """Raised in the agent's thread at its next node after an SSE client went away: the run stops there."""
 
 
 def sse(event: str, data) -> str:

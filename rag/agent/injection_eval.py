@@ -1,0 +1,100 @@
+"""Measure the injection detector (rag.agent.injection): the false-positive rate on benign text and the recall on
+attack phrasings, each set reported on its own.
+
+Benign: real sentences from every named corpus that is available (builtin, scifact, hotpotqa, squad), from the
+passages whose id hash falls in the held-out quarters 1 and 3 (the classifier trains on quarter 0 and the
+thresholds were chosen on quarter 2), plus tests/data/injection/benign_howto.txt: how-to and runbook sentences
+that give orders to a human reader ("revoke the old key", "ignore the warning if the disk is new"), and
+benign_howto2.txt, written after the rules and thresholds were fixed and measured once.
+
+Attacks: one file per set in tests/data/injection/ (one variant per line, a literal \\n between its sentences).
+A variant counts as caught when any of its sentences is flagged. fresh3.txt was written after the rules and
+thresholds of issue 23 were fixed, and measured once.
+
+    python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
+"""
+
+from __future__ import annotations
+
+import sys
+import zlib
+from pathlib import Path
+
+SETS = Path(__file__).resolve().parents[2] / "tests" / "data" / "injection"
+ATTACK_SETS = ("dev.txt", "heldout.txt", "fresh.txt", "fresh2.txt", "issue23.txt", "fresh3.txt")
+BENIGN_SETS = ("benign_howto.txt", "benign_howto2.txt")  # the second was written after the rules were fixed
+CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
+
+
+def read_lines(name: str) -> list[str]:
+    path = SETS / name
+    if not path.exists():
+        return []
+    return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#")]
+
+
+def variants(name: str) -> list[list[str]]:
+    return [line.split("\\n") for line in read_lines(name)]
+
+
+def corpus_sentences(per_corpus: int = 700) -> dict[str, list[str]]:
+    """Up to per_corpus sentences (30-400 characters) of each available corpus, from held-out passages."""
+    from rag.agent.text import sentences
+    from rag.config import RagError
+    from rag.data.corpus import load_corpus
+
+    out: dict[str, list[str]] = {}
+    for name in CORPORA:
+        try:
+            passages = load_corpus(name).passages
+        except RagError:
+            continue  # not available here
+        taken: list[str] = []
+        for p in passages:
+            if zlib.crc32(p.id.encode()) % 4 not in (1, 3):
+                continue
+            taken += [s for s in sentences(p.text)[:4] if 30 <= len(s) <= 400]
+            if len(taken) >= per_corpus:
+                break
+        out[name] = taken[:per_corpus]
+    return out
+
+
+def measure(per_corpus: int = 700) -> dict:
+    """{'benign': {source: (flagged, total, examples)}, 'attacks': {set: (caught, total, missed)}}."""
+    from rag.agent.injection import detector
+
+    det = detector()
+    benign = {**corpus_sentences(per_corpus), **{name: read_lines(name) for name in BENIGN_SETS}}
+    out: dict = {"benign": {}, "attacks": {}}
+    for source, sents in benign.items():
+        flagged = [s for s in sents if any(det.flags([s]))]
+        out["benign"][source] = (len(flagged), len(sents), flagged)
+    for name in ATTACK_SETS:
+        sets = variants(name)
+        missed = [v for v in sets if not any(det.flags(v))]
+        if sets:
+            out["attacks"][name] = (len(sets) - len(missed), len(sets), missed)
+    return out
+
+
+def main(argv: list[str]) -> None:
+    per_corpus = int(argv[0]) if argv else 700
+    result = measure(per_corpus)
+    total_fp = sum(f for f, _, _ in result["benign"].values())
+    total_b = sum(n for _, n, _ in result["benign"].values())
+    print("benign sentences (false positives):")
+    for source, (f, n, examples) in result["benign"].items():
+        print(f"  {source:18s} {f:4d} / {n:5d} flagged  ({f / max(n, 1):.2%})")
+        for s in examples[:5]:
+            print(f"      e.g. {s[:110]}")
+    print(f"  {'all':18s} {total_fp:4d} / {total_b:5d} flagged  ({total_fp / max(total_b, 1):.2%})")
+    print("attack phrasings (recall; fresh3.txt was written after the thresholds were fixed):")
+    for name, (c, n, missed) in result["attacks"].items():
+        print(f"  {name:18s} {c:4d} / {n:4d} caught   ({c / max(n, 1):.1%})")
+        for v in missed[:6]:
+            print(f"      missed: {' | '.join(v)[:110]}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
