@@ -60,6 +60,7 @@ class ServeSettings(BaseModel):
     body_timeout: Annotated[float, Field(gt=0, le=3600)] = 30.0
     keep_alive: Annotated[float, Field(gt=0, le=600)] = 5.0
     torch_threads: Annotated[int, Field(ge=0, le=1024)] = 0
+    watch: bool = False  # update served folder corpora in the background when their files change (rag.serve.watch)
     warm: list[dict] = []
 
 
