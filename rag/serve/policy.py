@@ -44,7 +44,7 @@ class ServeSettings(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    allow: dict[str, list[str]] = {}
+    allow: dict[str, list[str | int]] = {}  # numbers for dim; stored as strings
     corpora: dict[str, str] = {}
     encoders: list[str] | dict[str, str] = []
     build_missing: bool = False
