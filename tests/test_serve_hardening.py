@@ -217,3 +217,12 @@ def test_python_callers_may_allow_dims_as_numbers_but_not_booleans():
     assert ServePolicy(allow={"dim": [128, 384]}).allowed("dim") == ["128", "384"]
     with pytest.raises(RagError, match="allow.dim"):
         ServePolicy(allow={"dim": [True]})
+
+
+def test_work_past_the_request_deadline_gets_504(inprocess_server):
+    url = inprocess_server(request_timeout=0.001)  # warmed: the deadline covers the computing, not the opening
+    question = {"question": "What does the embedding dimension control?"}
+    for path in ("/search", "/ask"):
+        response = httpx.post(url + path, json=question, timeout=60)
+        assert response.status_code == 504 and "longer than" in response.json()["detail"], response.text
+    assert httpx.get(url + "/health", timeout=10).status_code == 200
