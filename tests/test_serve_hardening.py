@@ -206,3 +206,23 @@ def test_repeated_404s_for_an_unbuilt_bm25_cost_nothing(inprocess_server, tmp_pa
             assert client.post("/search", json=body).status_code == 404
         repeat_s = (time.perf_counter() - t0) / 10
     assert repeat_s < first_s / 5, (first_s, repeat_s)
+
+
+def test_python_callers_may_allow_dims_as_numbers_but_not_booleans():
+    import pytest
+
+    from rag.config import RagError
+    from rag.serve.policy import ServePolicy
+
+    assert ServePolicy(allow={"dim": [128, 384]}).allowed("dim") == ["128", "384"]
+    with pytest.raises(RagError, match="allow.dim"):
+        ServePolicy(allow={"dim": [True]})
+
+
+def test_work_past_the_request_deadline_gets_504(inprocess_server):
+    url = inprocess_server(request_timeout=0.001)  # warmed: the deadline covers the computing, not the opening
+    question = {"question": "What does the embedding dimension control?"}
+    for path in ("/search", "/ask"):
+        response = httpx.post(url + path, json=question, timeout=60)
+        assert response.status_code == 504 and "longer than" in response.json()["detail"], response.text
+    assert httpx.get(url + "/health", timeout=10).status_code == 200

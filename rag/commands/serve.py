@@ -69,6 +69,9 @@ def serve(
     header_timeout: float = typer.Option(
         None, min=0.1, help="Seconds a connection may take to send a whole request head. Default 10."
     ),
+    request_timeout: float = typer.Option(
+        None, min=0.01, help="Seconds a /search or /ask may compute before the client gets 504. Default 300."
+    ),
     body_timeout: float = typer.Option(
         None, min=0.1, help="Seconds a request may take to send its body once the head is in (else 408). Default 30."
     ),
@@ -105,6 +108,7 @@ def serve(
             "watch": watch or None,
             "header_timeout": header_timeout,
             "body_timeout": body_timeout,
+            "request_timeout": request_timeout,
             "keep_alive": timeout_keep_alive,
             "torch_threads": torch_threads,
         }

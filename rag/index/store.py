@@ -13,12 +13,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from rag.config import VERSION, RagError, atomic_write_text, cache_dir, index_dir
+from rag.config import VERSION, RagError, RagWarning, atomic_write_text, cache_dir, index_dir
 from rag.data.corpus import Corpus, Passage
 from rag.encoders import check_backend, encoder_spec, get_encoder, vector_name
 from rag.encoders.base import document_text
@@ -160,10 +161,16 @@ def register_index_folder(root: Path | None = None) -> None:
     folder sharing the cache keeps what this one needs."""
     root = str((root or index_dir()).resolve())
     registry = cache_dir() / INDEX_FOLDERS
-    with held_lock(cache_dir() / ".locks" / "index-folders.lock", "another registration", None):
-        folders = [str(f) for f in registered_index_folders()]
-        if root not in folders:  # folders removed since drop out of the record
-            atomic_write_text(registry, json.dumps(sorted({*(f for f in folders if Path(f).is_dir()), root}), indent=1))
+    if root in map(str, registered_index_folders()):
+        return  # the common case: no lock, no write
+    try:
+        with held_lock(cache_dir() / ".locks" / "index-folders.lock", "another registration", None):
+            folders = [str(f) for f in registered_index_folders()]
+            if root not in folders:  # folders removed since drop out of the record
+                kept = {*(f for f in folders if Path(f).is_dir()), root}
+                atomic_write_text(registry, json.dumps(sorted(kept), indent=1))
+    except OSError as exc:  # a read-only cache: searching still works; only prune's protection is missing
+        warnings.warn(f"cannot record this index folder in {registry} ({exc.strerror})", RagWarning, stacklevel=2)
 
 
 def registered_index_folders() -> list[Path]:

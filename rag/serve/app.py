@@ -87,7 +87,7 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
         docs_url=None,
         redoc_url=None,
         description="Agentic retrieval over FAISS indexes at any embedding width d.",
-        responses=error_responses(400, 401, 413),
+        responses=error_responses(400, 401, 408, 413),
     )  # the guards answer these on any path
     app.state.service = service
     app.state.pool = service.pool
@@ -176,15 +176,17 @@ def add_routes(app: FastAPI, service: Service, started: float) -> None:
         """Prometheus metrics: requests and latency by endpoint, pool size and memory, builds, evictions."""
         return Response(service.metrics.text(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
-    @app.post("/search", response_model=SearchResponse, responses=error_responses(400, 403, 404, 409, 413, 422, 503))
-    def search(request: SearchRequest) -> dict:
+    @app.post(
+        "/search", response_model=SearchResponse, responses=error_responses(400, 403, 404, 409, 413, 422, 503, 504)
+    )
+    async def search(request: SearchRequest) -> dict:
         """Top-k passages for the question (dense, bm25 or hybrid); the same JSON as `rag search --json`."""
-        return service.search(request.question, request.settings())
+        return await service.search_within_deadline(request.question, request.settings())
 
     @app.post(
         "/ask",
         response_model=AskResponse,
-        responses={200: {"content": SSE_RESPONSE}, **error_responses(400, 403, 404, 409, 413, 422, 503)},
+        responses={200: {"content": SSE_RESPONSE}, **error_responses(400, 403, 404, 409, 413, 422, 503, 504)},
     )
     async def ask(request: AskRequest, http: Request):
         """Run the agent; the same JSON as `rag ask --json`. With `Accept: text/event-stream`: a `step` event per

@@ -199,6 +199,8 @@ def error_responses(*codes: int) -> dict:
         413: "body over the limit",
         422: "invalid request",
         503: "busy or unavailable; retry later",
+        408: "the body did not arrive within the body deadline",
+        504: "the request took longer than the server's limit",
     }
     return {code: {"model": ErrorOut, "description": text[code]} for code in codes}
 

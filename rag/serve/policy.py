@@ -44,7 +44,7 @@ class ServeSettings(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    allow: dict[str, list[str]] = {}
+    allow: dict[str, list[str | int]] = {}  # numbers for dim; stored as strings
     corpora: dict[str, str] = {}
     encoders: list[str] | dict[str, str] = []
     build_missing: bool = False
@@ -57,6 +57,7 @@ class ServeSettings(BaseModel):
     max_builds: Annotated[int, Field(ge=1, le=64)] = 1
     max_inflight: Annotated[int, Field(ge=0, le=100_000)] = 0
     header_timeout: Annotated[float, Field(gt=0, le=600)] = 10.0
+    request_timeout: Annotated[float, Field(gt=0, le=3600)] = 300.0
     body_timeout: Annotated[float, Field(gt=0, le=3600)] = 30.0
     keep_alive: Annotated[float, Field(gt=0, le=600)] = 5.0
     torch_threads: Annotated[int, Field(ge=0, le=1024)] = 0
@@ -100,6 +101,7 @@ class ServePolicy:
     max_builds: int = 1
     max_inflight: int = 0
     header_timeout: float = 10.0
+    request_timeout: float = 300.0  # seconds a /search or whole /ask may compute before the client gets 504
     body_timeout: float = 30.0  # seconds from the end of the head to the end of the body (slow bodies get 408)
     keep_alive: float = 5.0
     torch_threads: int = 0

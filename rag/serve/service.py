@@ -9,8 +9,11 @@ import json
 import logging
 import threading
 from contextlib import nullcontext
+from functools import partial
 from typing import AsyncIterator, Callable
 
+import anyio
+import anyio.to_thread
 from fastapi import HTTPException
 from fastapi.concurrency import run_in_threadpool
 
@@ -71,10 +74,34 @@ class Service:
         return run
 
     async def ask(self, run: Callable) -> dict:
+        """The whole agent run, within the request deadline; past it the client gets 504 and the run stops at the
+        agent's next node."""
+        late = threading.Event()
+
+        def on_step(_: dict) -> None:
+            if late.is_set():
+                raise ClientGone("the request deadline passed")
+
         try:
-            return await run_in_threadpool(run)
+            return await self.within_deadline(partial(run, on_step), late)
         except RagError as exc:
             raise self.http_error(exc) from None
+
+    async def search_within_deadline(self, question: str, settings: RetrievalSettings) -> dict:
+        return await self.within_deadline(partial(self.search, question, settings))
+
+    async def within_deadline(self, work: Callable, late: threading.Event | None = None):
+        """Run work() in a worker thread for at most request_timeout seconds, else HTTP 504. The thread itself
+        cannot be killed: it is abandoned, finishes (or stops at its next check of `late`) and its result is dropped."""
+        try:
+            with anyio.fail_after(self.policy.request_timeout):
+                return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except TimeoutError:
+            if late is not None:
+                late.set()
+            raise HTTPException(
+                504, f"the request took longer than the server's {self.policy.request_timeout:g} s limit"
+            ) from None
 
     async def events(self, run: Callable) -> AsyncIterator[tuple[str, dict]]:
         """('step', step) as each agent node finishes, then ('answer', result) or ('error', {detail})."""
