@@ -18,6 +18,7 @@ from rag.commands.options import (
     RetrieverOpt,
     retrieval_options,
 )
+from rag.config import clip_words
 from rag.retrieve import RetrievalSettings
 
 LLM_HELP = "extractive (no model), local (SmolLM2-135M on the CPU) or openai (RAG_OPENAI_BASE_URL, RAG_OPENAI_MODEL)."
@@ -78,7 +79,7 @@ def show_step(step: dict) -> None:
     elif node == "retrieve":
         line = (
             f"[bold cyan]retrieve[/] round {step['round']}: "
-            + " | ".join(f"“{safe(q[:80])}”" for q in step["queries"])
+            + " | ".join(f"“{safe(clip_words(q, 80, '…'))}”" for q in step["queries"])
             + f"\n         {step['new']} new: {_titles(step['hits'])}"
         )
     elif node == "grade":
@@ -90,7 +91,7 @@ def show_step(step: dict) -> None:
         line = f"[bold yellow]rewrite[/]  {safe(step['reason'])} → “{safe(step['query'])}”"
     elif node == "hop":
         line = f"[bold magenta]hop[/]      from {safe(', '.join(step['from'])) or 'nothing'} → " + " | ".join(
-            f"“{safe(q[:80])}”" for q in step["queries"]
+            f"“{safe(clip_words(q, 80, '…'))}”" for q in step["queries"]
         )
     elif node == "answer":
         line = f"[bold green]answer[/]   by {step['backend']}, citing {len(step['citations'])} passages"
