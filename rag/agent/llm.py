@@ -66,9 +66,29 @@ class ExtractiveBackend:
     name = "extractive"
     can_judge = False
 
-    def __init__(self, max_sentences: int = 2, embed=None):
+    def __init__(self, max_sentences: int = 2, embed=None, reader=None):
         self.max_sentences = max_sentences
         self.embed = embed
+        self.reader = reader  # rag.agent.reader.Reader: the learned span reader; None: sentence ranking only
+
+    def answer_spans(
+        self,
+        question: str,
+        passages: list[dict],
+        notes: list[str] | None = None,
+        sub_questions: list[str] | None = None,
+        short: bool = False,
+        reader=None,
+    ) -> tuple[str, list[dict]]:
+        """(answer, the spans it quotes: {n, id, text, start, end}) from the learned reader (`reader`, else the
+        backend's own); without a reader, the sentence-ranking answer and no spans."""
+        reader = reader or self.reader
+        if reader is None:
+            return self.answer(question, passages, notes, sub_questions, short), []
+        from rag.agent.reading import read_answer
+
+        result = read_answer(reader, question, passages, notes, sub_questions, short)
+        return result.text, result.spans
 
     def ranked(
         self, question: str, passages: list[dict], sub_questions: list[str] | None = None, memo: dict | None = None
@@ -90,8 +110,11 @@ class ExtractiveBackend:
         sub_questions: list[str] | None = None,
         short: bool = False,
     ) -> str:
-        """The best sentence for each sub-question (or the question), followed by the sentence after it when the
-        answer is not short; then further good sentences up to max_sentences."""
+        """With a reader: the span in its sentence (answer_spans). Without: the best sentence for each sub-question
+        (or the question), followed by the sentence after it when the answer is not short; then further good
+        sentences up to max_sentences."""
+        if self.reader is not None:
+            return self.answer_spans(question, passages, notes, sub_questions, short)[0]
         if short and not notes:
             span = self.short_span(question, passages)
             if span:
@@ -334,7 +357,9 @@ def get_backend(name: str):
     """Build a backend by name. Raises RagError for unknown names; other failures propagate to the caller."""
     check_llm(name)
     if name == "extractive":
-        return ExtractiveBackend()
+        from rag.agent.reader import default_reader
+
+        return ExtractiveBackend(reader=default_reader())
     if name == "openai":
         return OpenAIBackend()
     return LocalBackend()
