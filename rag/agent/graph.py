@@ -15,7 +15,7 @@ import time
 from functools import partial
 from typing import Callable
 
-from rag.agent.llm import ExtractiveBackend, get_backend
+from rag.agent.llm import ExtractiveBackend, experimental_warning, get_backend
 from rag.agent.nodes import (
     AgentContext,
     AgentState,
@@ -102,7 +102,7 @@ def run_agent(
         retriever = open_retriever(settings)
     t_open = time.perf_counter()
     chosen, warnings = _backend(backend if backend is not None else agent.llm)
-    if backend is None and not warnings and isinstance(chosen, ExtractiveBackend) and retriever.encoder is not None:
+    if backend is None and isinstance(chosen, ExtractiveBackend) and retriever.encoder is not None:
         # the extractive backend asked for by name ranks sentences by the retriever's own encoder too
         chosen = ExtractiveBackend(
             chosen.max_sentences, embed=lambda texts: retriever.encoder.encode(texts), reader=chosen.reader
@@ -161,7 +161,8 @@ def _backend(llm) -> tuple[object, list[str]]:
     if not isinstance(llm, str):
         return llm, []
     try:
-        return get_backend(llm), []
+        note = experimental_warning(llm)
+        return get_backend(llm), [note] if note else []
     except RagError:
         raise
     except Exception as exc:

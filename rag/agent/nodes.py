@@ -81,6 +81,7 @@ def analyze(state: AgentState, ctx: AgentContext) -> dict:
         "mode": plan["mode"],
         "sub_questions": plan["sub_questions"],
         "calculator": plan["calc"]["text"] if plan["calc"] else None,
+        "hop": plan["hop_reason"],
         "queries": [p["query"] for p in pending],
         "lookups": mentioned,
     }
@@ -184,6 +185,9 @@ def grade(state: AgentState, ctx: AgentContext) -> dict:
     }
     if rescued:
         step["kept_by_reader"] = rescued
+    margins = [found[pid]["reader"] for pid in kept if "reader" in found[pid]]
+    if margins:
+        step["reader_margin"] = max(margins)  # the reader's best answer among the kept passages (route reads it)
     if warnings:
         step["warnings"] = warnings
     return {"found": found, "steps": [step], "warnings": warnings}
@@ -210,10 +214,19 @@ def reader_keeps(state: AgentState, ctx: AgentContext, found: dict, ids: list[st
 
 
 def has_answer(state: AgentState, ctx: AgentContext) -> bool:
-    """Whether the reader already found a confident answer (margin >= stop_margin) in a kept passage."""
+    """Whether the reader already found a confident answer (margin >= stop_margin) in a kept passage, or a how-to
+    question has a kept passage with a code block to answer with."""
     if ctx.reader is None:
         return False
-    return any(f["kept"] and f.get("reader", float("-inf")) >= ctx.stop_margin for f in state["found"].values())
+    from rag.agent.reading import code_block, is_how_to
+
+    kept = [f for f in state["found"].values() if f["kept"]]
+    if any(f.get("reader", float("-inf")) >= ctx.stop_margin for f in kept):
+        return True
+    if is_how_to(state["question"]):
+        texts = [{"n": 1, "id": "", "title": f["hit"].passage.title, "text": f["hit"].passage.text} for f in kept]
+        return code_block(state["question"], texts) is not None
+    return False
 
 
 def route(state: AgentState, ctx: AgentContext) -> str:

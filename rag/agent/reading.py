@@ -18,7 +18,7 @@ from rag.agent.reader import NULL_MARGIN, Span, sentence_around
 from rag.agent.text import STOPWORDS, overlap
 
 READ_PASSAGES = 5  # passages the reader reads per target (the answer step's best first)
-NOT_FOUND = "Not found in the passages."
+NOT_FOUND = "Not found in the passages"
 _FENCE = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1[^\n]*$", re.S | re.M)
 _HOW_TO = re.compile(
     r"^\s*how (?:do|can|should|would|could) (?:i|you|we|one)\b|\bhow to\b|\b(?:what|which) command\b|"
@@ -137,7 +137,8 @@ def read_answer(
         if notes:
             return ReadAnswer(" ".join(notes), [], True)
         closest = readable(passages)[:1] or [p for p in passages if str(p.get("text") or "").strip()][:1]
-        text = NOT_FOUND + (f" The closest passage is [{closest[0]['n']}]." if closest else "")
+        # one sentence: the planted-instruction screen (rag.agent.injection) reads a bare "Not found ..." as one
+        text = NOT_FOUND + (f"; the closest passage is [{closest[0]['n']}]." if closest else ", which are empty.")
         return ReadAnswer(text, [], False)
     if notes and short:
         return ReadAnswer(" ".join(notes), spans, True)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-BYTES_PER_PARAM = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5}
+BYTES_PER_PARAM = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5, "binary": 0.125}
 ADAM_BYTES_PER_PARAM = 16  # fp32 weight + gradient + m + v
 
 # A number such as 50,000 / 50k / 1.5M / 128000 / 4096.
@@ -109,7 +109,7 @@ def mlp_flops_per_token(d: int) -> int:
 
 def _dtype_in(text: str) -> str | None:
     low = text.lower()
-    for name in ("fp32", "fp16", "bf16", "int8", "int4"):
+    for name in ("fp32", "fp16", "bf16", "int8", "int4", "binary"):
         if name in low:
             return name
     aliases = {
@@ -121,6 +121,9 @@ def _dtype_in(text: str) -> str | None:
         "4-bit": "int4",
         "4 bit": "int4",
         "8-bit": "int8",
+        "1-bit": "binary",
+        "sign bit": "binary",
+        "one bit": "binary",
     }
     for alias, name in aliases.items():
         if alias in low:
