@@ -98,7 +98,7 @@ class ExtractiveBackend:
             return self.answer(question, passages, notes, sub_questions, short), []
         from rag.agent.reading import read_answer
 
-        result = read_answer(reader, question, passages, notes, sub_questions, short)
+        result = read_answer(reader, question, passages, notes, sub_questions, short, fallback=self.sentence_answer)
         return result.text, result.spans
 
     def ranked(
@@ -126,6 +126,17 @@ class ExtractiveBackend:
         sentences up to max_sentences."""
         if self.reader is not None:
             return self.answer_spans(question, passages, notes, sub_questions, short)[0]
+        return self.sentence_answer(question, passages, notes, sub_questions, short)
+
+    def sentence_answer(
+        self,
+        question: str,
+        passages: list[dict],
+        notes: list[str] | None = None,
+        sub_questions: list[str] | None = None,
+        short: bool = False,
+    ) -> str:
+        """The sentence-ranking answer (no reader): typed short spans, else the best sentences."""
         if short and not notes:
             span = self.short_span(question, passages)
             if span:

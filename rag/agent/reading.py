@@ -2,7 +2,8 @@
 
 - Each target (the question, or each sub-question of a multi-part question) is read over the first READ_PASSAGES
   passages; the span with the best margin over its window's [CLS] score wins. No span above NULL_MARGIN: the
-  answer says "Not found in the passages" and cites the closest passage, never a guessed number.
+  sentence-ranking answer (the backend's fallback) when a sentence shares the question's words, else the answer
+  says "Not found in the passages" and cites the closest passage, never a guessed number.
 - A how-to question whose best passage holds a fenced code block answers with that block, whole.
 - Empty passages and passages in another language are not read.
 - `MemoReader` caches one run's reads by (question, passage text), so grading, the stop decision and the answer
@@ -107,8 +108,13 @@ def read_answer(
     notes: list[str] | None = None,
     sub_questions: list[str] | None = None,
     short: bool = False,
+    fallback=None,
 ) -> ReadAnswer:
-    """The answer text with [n] markers and the spans it quotes (see the module doc)."""
+    """The answer text with [n] markers and the spans it quotes (see the module doc).
+
+    fallback(question, passages, notes, sub_questions, short) -> str: the sentence-ranking answer, used when the
+    reader is not sure of any span (no margin above NULL_MARGIN) but a passage sentence shares the question's
+    words; "not found" only when that finds nothing either."""
     notes = list(notes or [])
     if is_how_to(question):
         block = code_block(question, readable(passages))
@@ -118,6 +124,8 @@ def read_answer(
             start = p["text"].find(code)
             spans = [{"n": p["n"], "id": p["id"], "text": code, "start": start, "end": start + len(code)}]
             return ReadAnswer(" ".join(notes + [text]).strip() if notes else text, spans, True)
+    if notes and not sub_questions:
+        return ReadAnswer(" ".join(notes), [], True)  # the calculator answers it, citing its source passage
     targets = [question] if short or not sub_questions else list(sub_questions)
     parts, spans = [], []
     for target in targets:
@@ -134,6 +142,10 @@ def read_answer(
             if sentence and all(sentence not in x for x in parts):
                 parts.append(f"{sentence} [{p['n']}]")
     if not parts:
+        live = readable(passages)
+        text = fallback(question, live, notes, sub_questions, short) if fallback and live else ""
+        if text.strip():
+            return ReadAnswer(text, [], True)
         if notes:
             return ReadAnswer(" ".join(notes), [], True)
         closest = readable(passages)[:1] or [p for p in passages if str(p.get("text") or "").strip()][:1]
