@@ -20,7 +20,14 @@ from typing import Annotated, Any, TypedDict
 
 from rag.agent.injection import screen_passages, scrub_answer
 from rag.agent.llm import ExtractiveBackend
-from rag.agent.planner import HOP_FROM, bridge_queries, nothing_found_answer, plan_question, rewrite_query
+from rag.agent.planner import (
+    HOP_FROM,
+    TENTATIVE_HOPS,
+    bridge_queries,
+    nothing_found_answer,
+    plan_question,
+    rewrite_query,
+)
 from rag.agent.text import is_injection, overlap
 from rag.retrieve import Hit, Retriever
 
@@ -66,7 +73,7 @@ class AgentContext:
     linker: Any = None
     short_answer: bool = False
     reader: Any = None  # rag.agent.reading.MemoReader over the learned reader; None: no reader
-    stop_margin: float = 4.0  # reader margin at which a tentative second hop is skipped (AgentSettings.stop_margin)
+    stop_margin: float = 2.0  # reader margin at which a tentative second hop is skipped (AgentSettings.stop_margin)
 
 
 def analyze(state: AgentState, ctx: AgentContext) -> dict:
@@ -185,9 +192,11 @@ def grade(state: AgentState, ctx: AgentContext) -> dict:
     }
     if rescued:
         step["kept_by_reader"] = rescued
-    margins = [found[pid]["reader"] for pid in kept if "reader" in found[pid]]
+    margins = [(found[pid]["reader"], pid) for pid in kept if "reader" in found[pid]]
     if margins:
-        step["reader_margin"] = max(margins)  # the reader's best answer among the kept passages (route reads it)
+        best = max(margins)
+        step["reader_margin"] = best[0]  # the reader's best answer among the kept passages (route reads it)
+        step["reader_passage"] = {"id": best[1], "overlap": found[best[1]]["overlap"]}
     if warnings:
         step["warnings"] = warnings
     return {"found": found, "steps": [step], "warnings": warnings}
@@ -238,7 +247,7 @@ def route(state: AgentState, ctx: AgentContext) -> str:
     if not kept_any and steps_left and not any(f["kept"] for f in state["found"].values()):
         return "rewrite"
     if state["plan_hop"] and state["hop"] == 1 and steps_left:
-        if state.get("hop_reason") == "long" and has_answer(state, ctx):
+        if state.get("hop_reason") in TENTATIVE_HOPS and has_answer(state, ctx):
             return "answer"
         return "hop"
     return "answer"
@@ -307,7 +316,7 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
         notes.append(calc["text"] + (f" [{source['n']}]" if source else ""))
     # the calculator already answers its part of a multi-part question
     subs = [q for q in state["sub_questions"] if not calc or q != calc.get("part")]
-    if state.get("hop_reason") in ("bridge", "long"):
+    if state.get("hop_reason") in ("bridge", "chain", "long"):
         subs = []  # one question asked in steps: answer it, not its pieces
     text, spans, used, warnings = _answer_with_fallback(ctx, state["question"], passages, notes, subs)
     text, scrubbed = scrub_answer(text)  # nor leave in an answer, whichever backend wrote it

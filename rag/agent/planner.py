@@ -39,6 +39,7 @@ MULTIHOP_MIN_WORDS = 4  # a question naming an entity with at least this many co
 LONG_QUESTION_WORDS = 10  # a question this long is planned as multi-hop even without a named entity
 HOP_FROM = 3  # second-hop queries are built from this many first-hop passages
 MAX_QUERY_CHARS = 200  # a rewritten query is cut at a word boundary to this length
+TENTATIVE_HOPS = ("long", "chain")  # hop reasons whose second hop is skipped when the reader already has the answer
 
 
 def split_parts(question: str) -> list[str]:
@@ -75,7 +76,7 @@ def plan_question(question: str) -> dict:
         "calc": calc,
         "bridge_template": None,
         "hop": False,
-        "hop_reason": None,  # comparison | bridge | long: why a second hop is planned (see route in nodes)
+        "hop_reason": None,  # comparison | bridge | chain | long: why a second hop is planned (see TENTATIVE_HOPS)
     }
     if len(parts) > 1:
         queries = [calc["topic"] + " " + p if calc and p == calc["part"] else p for p in parts]
@@ -104,7 +105,8 @@ def plan_question(question: str) -> dict:
             "hop": True,
             "hop_reason": "comparison",
         }
-    match = _RELATIVE.search(question) or _OF_CHAIN.search(question)
+    relative = _RELATIVE.search(question)
+    match = relative or _OF_CHAIN.search(question)
     if match and len(content_words(match.group(1))) >= 2:
         inner = match.group(1).strip()
         outer = (question[: match.start(1)] + "{bridge}" + question[match.end(1) :]).strip()
@@ -114,7 +116,9 @@ def plan_question(question: str) -> dict:
             "sub_questions": [inner, outer],
             "bridge_template": outer,
             "hop": True,
-            "hop_reason": "bridge",
+            # a relative clause ("the woman who portrayed ...") names a bridge entity to find first; an "of" chain
+            # ("the function of the TARDIS") usually does not, so its hop is tentative like a long question's
+            "hop_reason": "bridge" if relative else "chain",
         }
     if (ents and len(words) >= MULTIHOP_MIN_WORDS) or len(words) >= LONG_QUESTION_WORDS:
         return {**plan, "mode": "multi-hop", "sub_questions": [question], "hop": True, "hop_reason": "long"}
