@@ -151,3 +151,21 @@ def test_bad_input_says_not_found_with_the_closest_citation(reader, texts):
     assert not re.search(r"\d", re.sub(r"\[\d+\]", "", result.text))  # never a made-up number
     if any(t.strip() for t in texts):
         assert "[1]" in result.text  # the closest passage is cited
+
+
+def test_a_definition_question_gets_the_sentence_that_says_what_x_is():
+    from rag.agent.reading import definition_sentence, definition_target
+
+    hnsw = passages(
+        "For collections that fit in memory and need high recall at low latency on a CPU, HNSW is usually the first "
+        "approximate index to try.",
+        "Hierarchical Navigable Small World graphs (Malkov and Yashunin, 2016) link each vector to a set of near "
+        "neighbours and search by greedy walking.",
+    )
+    hnsw[0]["title"], hnsw[1]["title"] = "HNSW Graph Indexes — When to choose it", "HNSW Graph Indexes — How it works"
+    sentence, p = definition_sentence("What is HNSW?", hnsw)
+    assert sentence.startswith("Hierarchical Navigable Small World") and p["n"] == 2
+    alibi = definition_sentence("What is ALiBi?", passages(FILLER, ALIBI))
+    assert alibi and alibi[0].startswith("Attention with Linear Biases (ALiBi)")
+    assert definition_target("What is the vocabulary size of SmolLM2 and its width?") is None
+    assert definition_sentence("What is HNSW?", passages(FILLER)) is None

@@ -98,7 +98,16 @@ class ExtractiveBackend:
             return self.answer(question, passages, notes, sub_questions, short), []
         from rag.agent.reading import read_answer
 
-        result = read_answer(reader, question, passages, notes, sub_questions, short, fallback=self.sentence_answer)
+        result = read_answer(
+            reader,
+            question,
+            passages,
+            notes,
+            sub_questions,
+            short,
+            fallback=self.sentence_answer,
+            support=self.support_sentence,
+        )
         return result.text, result.spans
 
     def ranked(
@@ -127,6 +136,13 @@ class ExtractiveBackend:
         if self.reader is not None:
             return self.answer_spans(question, passages, notes, sub_questions, short)[0]
         return self.sentence_answer(question, passages, notes, sub_questions, short)
+
+    def support_sentence(self, question: str, passages: list[dict]) -> str:
+        """The sentence that best matches the question, with its [n]; "" when none shares a word with it."""
+        for score, sent, n, _ in self.ranked(question, passages)[:1]:
+            if score > 0:
+                return f"{sent} [{n}]"
+        return ""
 
     def sentence_answer(
         self,

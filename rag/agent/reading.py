@@ -60,6 +60,64 @@ def code_block(question: str, passages: list[dict]) -> tuple[dict, str, str] | N
     return best[1], best[2], best[3]
 
 
+_DEFINE = re.compile(
+    r"^\s*(?:what\s+(?:is|are)\s+(?:an?\s+|the\s+)?(?P<x>[^?]{1,60}?)|what\s+does\s+(?P<y>[^?]{1,60}?)\s+"
+    r"(?:mean|stand\s+for))\s*\??\s*$",
+    re.IGNORECASE,
+)
+
+
+def definition_target(question: str) -> str | None:
+    """X for "What is X?", "What are X?", "What does X mean / stand for?" (X of at most 4 words), else None."""
+    m = _DEFINE.match(question)
+    x = (m.group("x") or m.group("y")).strip() if m else None
+    return x if x and len(x.split()) <= 4 else None
+
+
+def _expands(sentence: str, term: str) -> bool:
+    """Whether the sentence spells out the acronym: capitalised words whose initials give its capitals (HNSW:
+    Hierarchical Navigable Small World; ALiBi: Attention with Linear Biases)."""
+    caps = "".join(ch for ch in term if ch.isupper())
+    if " " in term or not 2 <= len(caps) <= 8:
+        return False
+    initials = "".join(w[0] for w in re.findall(r"\b[A-Z][\w-]*", sentence))
+    return caps in initials
+
+
+def _stem(word: str) -> str:
+    return re.sub(r"(?:ies|y|s)$", "", word.lower())
+
+
+def definition_sentence(question: str, passages: list[dict]) -> tuple[str, dict] | None:
+    """(sentence, passage) that defines X for a definition question: one that spells out the acronym X, starts
+    with X or says "X ... is", or opens a passage whose title names X; None when no sentence does."""
+    from rag.agent.text import sentences
+
+    x = definition_target(question)
+    if not x:
+        return None
+    x = re.sub(r"\s+(?:in|of|for|on)\s+.*$", "", x)  # "anisotropy in embeddings" -> "anisotropy"
+    low, stems = x.lower(), [_stem(w) for w in x.split()]
+    best = None
+    for rank, p in enumerate(readable(passages)[:READ_PASSAGES]):
+        opening_line = re.split(r"(?<=[.!?:])\s+", p["text"].strip().split("\n")[0])[0].rstrip(":")
+        for i, sent in enumerate(dict.fromkeys([opening_line] + sentences(p["text"])[:3])):
+            words = [_stem(w) for w in re.findall(r"[\w-]+", sent)]
+            expands = _expands(sent, x)
+            names = expands or all(any(w.startswith(st) for w in words) for st in stems)
+            opening = re.match(rf"(?:the\s+|an?\s+)?{re.escape(low)}\w*", sent.lower())
+            score = 2.0 if expands else 0.0
+            if opening:  # X is the subject: "Reciprocal rank fusion (RRF), from ...", "BM25 (Robertson ...) scores"
+                score += 1.0 + (0.5 if re.match(r"\s*(?:\(|,|is\b|are\b|means\b)", sent[opening.end() :]) else 0.0)
+            title = str(p.get("title", "")).lower()
+            if i == 0 and names and all(st in title for st in stems):
+                score += 1.0
+            score -= 0.1 * rank
+            if score >= 0.8 and (best is None or score > best[0]):
+                best = (score, sent, p)
+    return (best[1], best[2]) if best else None
+
+
 class MemoReader:
     """A reader whose reads are cached by (question, passage text) for one agent run."""
 
@@ -109,12 +167,15 @@ def read_answer(
     sub_questions: list[str] | None = None,
     short: bool = False,
     fallback=None,
+    support=None,
 ) -> ReadAnswer:
     """The answer text with [n] markers and the spans it quotes (see the module doc).
 
     fallback(question, passages, notes, sub_questions, short) -> str: the sentence-ranking answer, used when the
     reader is not sure of any span (no margin above NULL_MARGIN) but a passage sentence shares the question's
-    words; "not found" only when that finds nothing either."""
+    words; "not found" only when that finds nothing either.
+    support(question, passages) -> str: the best-matching sentence with its [n]; a long answer adds it after the
+    span's sentence when it is another sentence (the span's sentence alone often lacks the definition or figure)."""
     notes = list(notes or [])
     if is_how_to(question):
         block = code_block(question, readable(passages))
@@ -154,4 +215,11 @@ def read_answer(
         return ReadAnswer(text, [], False)
     if notes and short:
         return ReadAnswer(" ".join(notes), spans, True)
+    defined = None if short else definition_sentence(question, passages)
+    if defined and all(defined[0] not in x for x in parts):
+        parts.insert(0, f"{defined[0]} [{defined[1]['n']}]")  # what X is comes first
+    if support and not short:
+        extra = support(question, readable(passages))
+        if extra and all(re.sub(r"\s*\[\d+\]$", "", extra) not in x for x in parts):
+            parts.append(extra)
     return ReadAnswer(" ".join(notes + parts), spans, True)
