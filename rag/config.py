@@ -94,6 +94,16 @@ def check_question(question: str | None) -> str:
     return question
 
 
+def clip_words(text: str, limit: int, mark: str = "") -> str:
+    """text cut to at most `limit` characters at a word boundary, never inside a word; `mark` (e.g. "…") is added
+    when something was cut. A first word longer than the limit is kept whole."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit + 1].rsplit(" ", 1)[0] if " " in text[: limit + 1] else text.split(" ", 1)[0]
+    return cut.rstrip(" ,;:") + mark
+
+
 def valid_choice(value, choices: Iterable, what: str):
     """Return value if it is one of choices, else raise a RagError listing the valid names."""
     choices = tuple(choices)

@@ -259,7 +259,8 @@ def test_answer_falls_back_and_says_when_nothing_was_found(builtin_ctx):
 
     nothing = {**state, "found": {i: {**f, "kept": False} for i, f in state["found"].items()}, "calc": None}
     update = answer(nothing, builtin_ctx)
-    assert update["citations"] == [] and "no passage" in update["answer"]
+    assert "no passage" in update["answer"] and "closest passage is [1]" in update["answer"]
+    assert [c["id"] for c in update["citations"]] == ranked_ids(nothing)[:1]  # the closest one, never a guess
     assert update["steps"][0]["backend"] == "none"
 
 

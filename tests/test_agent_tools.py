@@ -84,3 +84,46 @@ def test_langchain_retriever_adapter_returns_documents():
     assert len(docs) == 3
     assert all(d.metadata["id"] and d.page_content for d in docs)
     assert any("fp16" in d.page_content for d in docs)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many parameters does an embedding table with a vocabulary of 50,000 and dimension 768 have?",
+        "V=50000, d=768: how many parameters?",
+        "How many parameters in a 50k×768 table?",
+        "What is the parameter count of a table with vocabulary size 50000 and embedding size 768?",
+    ],
+)
+def test_calculator_reads_v_and_d_however_they_are_written(question):
+    result = calculate(question)
+    assert result and result.values["params"] == 38_400_000 and "38,400,000" in result.text
+
+
+@pytest.mark.parametrize(
+    "question, key, value",
+    [
+        ("How big is a 128000 by 4096 table in bf16?", "bytes_bf16", 1_048_576_000),
+        ("How many bytes is a 50k×768 table in int8?", "bytes_int8", 38_400_000),
+        ("How much memory does a 50k×768 table take in fp32?", "bytes_fp32", 153_600_000),
+        ("How much memory does a 50k×768 table take in fp16?", "bytes_fp16", 76_800_000),
+        ("How many bytes does an int8 vector of d=384 take?", "bytes_int8", 384),
+        ("How many bytes does a float32 vector of dimension 384 take?", "bytes_fp32", 1536),
+    ],
+)
+def test_calculator_bytes_for_every_dtype(question, key, value):
+    result = calculate(question)
+    assert result and result.kind == "bytes" and result.values[key] == value, result and result.text
+
+
+def test_a_query_is_never_cut_inside_a_word():
+    from rag.agent.planner import MAX_QUERY_CHARS, rewrite_query
+    from rag.config import clip_words
+
+    long = "How do I install Zephyr with HTTP/2 support " + "and configuration options " * 20
+    for attempt in range(4):
+        q = rewrite_query(long + "?", attempt, [])
+        assert len(q) <= max(MAX_QUERY_CHARS, len(long)) and all(w in (long + "?").lower() for w in q.lower().split())
+    assert clip_words("install Zephyr with HTTP/2 support", 30, "…") == "install Zephyr with HTTP/2…"
+    assert clip_words("short", 30) == "short"
+    assert clip_words("supercalifragilistic", 5) == "supercalifragilistic"  # one long word stays whole

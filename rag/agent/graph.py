@@ -17,7 +17,7 @@ from functools import partial
 from typing import Callable
 
 from rag.agent.injection import guard_step, screened_text
-from rag.agent.llm import ExtractiveBackend, get_backend
+from rag.agent.llm import ExtractiveBackend, experimental_warning, get_backend
 from rag.agent.nodes import (
     AgentContext,
     AgentState,
@@ -31,6 +31,7 @@ from rag.agent.nodes import (
     rewrite,
     route,
 )
+from rag.agent.reading import MemoReader
 from rag.agent.settings import DEFAULT_AGENT, AgentSettings
 from rag.agent.tools import title_linker
 from rag.config import RagError, check_question
@@ -109,7 +110,8 @@ def run_agent(
     agent: rag.agent.settings.AgentSettings (the LLM backend by name, the bound on retrieval rounds, ...).
     backend: an already-built LLM backend, reused as is (evaluations build one per run); overrides agent.llm.
     retriever: an already-open rag.retrieve.Retriever; otherwise open_retriever(settings), the shared cache.
-    Returns {question, answer, citations, steps, timings, warnings, mode, sub_questions, rounds, retrieved};
+    Returns {question, answer, citations, spans, steps, timings, warnings, mode, sub_questions, rounds, retrieved};
+    spans are the reader's answer spans, {n (the citation), id, text, start, end (characters in the passage)};
     on_step(step) is called as each node finishes."""
     t0 = time.perf_counter()
     question = check_question(question)
@@ -121,9 +123,12 @@ def run_agent(
         retriever = open_retriever(settings)
     t_open = time.perf_counter()
     chosen, warnings = _backend(backend if backend is not None else agent.llm)
-    if backend is None and not warnings and isinstance(chosen, ExtractiveBackend) and retriever.encoder is not None:
+    if backend is None and isinstance(chosen, ExtractiveBackend) and retriever.encoder is not None:
         # the extractive backend asked for by name ranks sentences by the retriever's own encoder too
-        chosen = ExtractiveBackend(chosen.max_sentences, embed=lambda texts: retriever.encoder.encode(texts))
+        chosen = ExtractiveBackend(
+            chosen.max_sentences, embed=lambda texts: retriever.encoder.encode(texts), reader=chosen.reader
+        )
+    reader = getattr(chosen, "reader", None) if agent.use_reader else None
     steps = [{"node": "backend", "warning": w} for w in warnings]
     if on_step:
         for step in steps:
@@ -135,6 +140,8 @@ def run_agent(
         max_steps=agent.max_steps,
         short_answer=agent.short_answer,
         linker=title_linker(retriever.corpus) if agent.use_lookup else None,
+        reader=MemoReader(reader) if reader is not None else None,
+        stop_margin=agent.stop_margin,
     )
     graph, timings = build_graph(ctx, on_step)
     state = graph.invoke(
@@ -159,6 +166,7 @@ def run_agent(
         "question": question,
         "answer": state["answer"],
         "citations": state["citations"],
+        "spans": state.get("spans", []),
         "steps": steps + state["steps"],
         "timings": timings,
         "warnings": warnings + state["warnings"],
@@ -174,7 +182,8 @@ def _backend(llm) -> tuple[object, list[str]]:
     if not isinstance(llm, str):
         return llm, []
     try:
-        return get_backend(llm), []
+        note = experimental_warning(llm)
+        return get_backend(llm), [note] if note else []
     except RagError:
         raise
     except Exception as exc:

@@ -19,7 +19,18 @@ from collections import Counter
 from rag.agent.text import content_words, entities, is_injection, neutralise, sentences, words
 from rag.config import RagError, valid_choice
 
-LLM_BACKENDS = ("extractive", "local", "openai")  # the one list of backend names; CLI, HTTP and eval read it
+# The one table of answer backends; CLI, HTTP and eval read it. An experimental backend is never a default, the
+# server offers it only where the operator allows it (rag serve --allow llm=...), and `rag ask` warns when it is used.
+LLM_TABLE = {
+    "extractive": {"experimental": False, "about": "no model: the reader's span in its sentence, with its citation"},
+    "local": {
+        "experimental": True,
+        "about": "SmolLM2-135M on the CPU: fluent but often wrong (HotpotQA F1 0.080 against extractive 0.119 on "
+        "the same 40 questions, SQuAD 0.097 against 0.184), and 5 s a question; see docs/agent/README.md",
+    },
+    "openai": {"experimental": False, "about": "any OpenAI-compatible endpoint (RAG_OPENAI_BASE_URL)"},
+}
+LLM_BACKENDS = tuple(LLM_TABLE)
 # The environment each backend cannot run without: checked before any work starts (check_backend_settings).
 REQUIRED_SETTINGS = {"openai": {"RAG_OPENAI_BASE_URL": "an OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1"}}
 
@@ -68,9 +79,38 @@ class ExtractiveBackend:
     name = "extractive"
     can_judge = False
 
-    def __init__(self, max_sentences: int = 2, embed=None):
+    def __init__(self, max_sentences: int = 2, embed=None, reader=None):
         self.max_sentences = max_sentences
         self.embed = embed
+        self.reader = reader  # rag.agent.reader.Reader: the learned span reader; None: sentence ranking only
+
+    def answer_spans(
+        self,
+        question: str,
+        passages: list[dict],
+        notes: list[str] | None = None,
+        sub_questions: list[str] | None = None,
+        short: bool = False,
+        reader=None,
+    ) -> tuple[str, list[dict]]:
+        """(answer, the spans it quotes: {n, id, text, start, end}) from the learned reader (`reader`, else the
+        backend's own); without a reader, the sentence-ranking answer and no spans."""
+        reader = reader or self.reader
+        if reader is None:
+            return self.answer(question, passages, notes, sub_questions, short), []
+        from rag.agent.reading import read_answer
+
+        result = read_answer(
+            reader,
+            question,
+            passages,
+            notes,
+            sub_questions,
+            short,
+            fallback=self.sentence_answer,
+            support=self.support_sentence,
+        )
+        return result.text, result.spans
 
     def ranked(
         self, question: str, passages: list[dict], sub_questions: list[str] | None = None, memo: dict | None = None
@@ -92,8 +132,29 @@ class ExtractiveBackend:
         sub_questions: list[str] | None = None,
         short: bool = False,
     ) -> str:
-        """The best sentence for each sub-question (or the question), followed by the sentence after it when the
-        answer is not short; then further good sentences up to max_sentences."""
+        """With a reader: the span in its sentence (answer_spans). Without: the best sentence for each sub-question
+        (or the question), followed by the sentence after it when the answer is not short; then further good
+        sentences up to max_sentences."""
+        if self.reader is not None:
+            return self.answer_spans(question, passages, notes, sub_questions, short)[0]
+        return self.sentence_answer(question, passages, notes, sub_questions, short)
+
+    def support_sentence(self, question: str, passages: list[dict]) -> str:
+        """The sentence that best matches the question, with its [n]; "" when none shares a word with it."""
+        for score, sent, n, _ in self.ranked(question, passages)[:1]:
+            if score > 0:
+                return f"{sent} [{n}]"
+        return ""
+
+    def sentence_answer(
+        self,
+        question: str,
+        passages: list[dict],
+        notes: list[str] | None = None,
+        sub_questions: list[str] | None = None,
+        short: bool = False,
+    ) -> str:
+        """The sentence-ranking answer (no reader): typed short spans, else the best sentences."""
         if short and not notes:
             span = self.short_span(question, passages)
             if span:
@@ -327,6 +388,12 @@ class LocalBackend:
         return self.generate(messages, max_new_tokens=24 if short else None)
 
 
+def experimental_warning(name: str) -> str | None:
+    """A warning line for an experimental backend (LLM_TABLE), else None."""
+    entry = LLM_TABLE.get(name, {})
+    return f"llm backend '{name}' is experimental: {entry['about']}" if entry.get("experimental") else None
+
+
 def check_llm(name: str) -> str:
     """name if it is a backend name; otherwise a RagError that lists the valid ones."""
     return valid_choice(name, LLM_BACKENDS, "llm")
@@ -345,7 +412,9 @@ def get_backend(name: str):
     """Build a backend by name. Raises RagError for unknown names; other failures propagate to the caller."""
     check_backend_settings(check_llm(name))
     if name == "extractive":
-        return ExtractiveBackend()
+        from rag.agent.reader import default_reader
+
+        return ExtractiveBackend(reader=default_reader())
     if name == "openai":
         return OpenAIBackend()
     return LocalBackend()

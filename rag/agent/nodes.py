@@ -20,7 +20,14 @@ from typing import Annotated, Any, TypedDict
 
 from rag.agent.injection import screen_passages, scrub_answer
 from rag.agent.llm import ExtractiveBackend
-from rag.agent.planner import HOP_FROM, bridge_queries, nothing_found_answer, plan_question, rewrite_query
+from rag.agent.planner import (
+    HOP_FROM,
+    TENTATIVE_HOPS,
+    bridge_queries,
+    nothing_found_answer,
+    plan_question,
+    rewrite_query,
+)
 from rag.agent.text import is_injection, overlap
 from rag.retrieve import Hit, Retriever
 
@@ -37,6 +44,7 @@ class AgentState(TypedDict, total=False):
     plan_hop: bool
     sub_questions: list[str]
     bridge_template: str | None
+    hop_reason: str | None
     calc: dict | None
     pending: list[dict]  # searches for the next round: {"query", "tier"}
     lookups: list[dict]  # entity lookups for the next round: {"source", "ids", "tier"}
@@ -48,6 +56,7 @@ class AgentState(TypedDict, total=False):
     rewrites: int
     answer: str
     citations: list
+    spans: list  # the reader's spans the answer quotes: {n, id, text, start, end}
     steps: Annotated[list, operator.add]
     warnings: Annotated[list, operator.add]
 
@@ -63,6 +72,8 @@ class AgentContext:
     max_steps: int = 4
     linker: Any = None
     short_answer: bool = False
+    reader: Any = None  # rag.agent.reading.MemoReader over the learned reader; None: no reader
+    stop_margin: float = 2.0  # reader margin at which a tentative second hop is skipped (AgentSettings.stop_margin)
 
 
 def analyze(state: AgentState, ctx: AgentContext) -> dict:
@@ -77,6 +88,7 @@ def analyze(state: AgentState, ctx: AgentContext) -> dict:
         "mode": plan["mode"],
         "sub_questions": plan["sub_questions"],
         "calculator": plan["calc"]["text"] if plan["calc"] else None,
+        "hop": plan["hop_reason"],
         "queries": [p["query"] for p in pending],
         "lookups": mentioned,
     }
@@ -86,6 +98,7 @@ def analyze(state: AgentState, ctx: AgentContext) -> dict:
         "sub_questions": plan["sub_questions"],
         "calc": plan["calc"],
         "bridge_template": plan["bridge_template"],
+        "hop_reason": plan["hop_reason"],
         "pending": pending,
         "lookups": lookups,
         "round": 0,
@@ -168,27 +181,74 @@ def grade(state: AgentState, ctx: AgentContext) -> dict:
                     found[pid]["kept"] = bool(ok) or (found[pid]["kept"] and found[pid]["overlap"] >= JUDGE_KEEPS)
         except Exception as exc:  # a failing judge is no judge
             warnings.append(f"{ctx.backend.name} could not grade passages ({type(exc).__name__}); used overlap only")
+    rescued = reader_keeps(state, ctx, found, ids)
     kept = [pid for pid in ids if found[pid]["kept"]]
     step = {
         "node": "grade",
         "round": state["round"],
-        "judged_by": judged_by,
+        "judged_by": judged_by + ("+reader" if ctx.reader is not None else ""),
         "kept": [{"id": pid, "overlap": found[pid]["overlap"]} for pid in kept],
         "dropped": len(ids) - len(kept),
     }
+    if rescued:
+        step["kept_by_reader"] = rescued
+    margins = [(found[pid]["reader"], pid) for pid in kept if "reader" in found[pid]]
+    if margins:
+        best = max(margins)
+        step["reader_margin"] = best[0]  # the reader's best answer among the kept passages (route reads it)
+        step["reader_passage"] = {"id": best[1], "overlap": found[best[1]]["overlap"]}
     if warnings:
         step["warnings"] = warnings
     return {"found": found, "steps": [step], "warnings": warnings}
 
 
+def reader_keeps(state: AgentState, ctx: AgentContext, found: dict, ids: list[str]) -> list[str]:
+    """The reader reads the question over the round's best READ_PASSAGES passages; the passage it answers from best
+    is kept whatever the overlap test said. Each read passage records its margin. Returns the ids it rescued."""
+    if ctx.reader is None or not ids:
+        return []
+    from rag.agent.reader import NULL_MARGIN
+    from rag.agent.reading import READ_PASSAGES, best_spans
+
+    new = set(ids)
+    order = [pid for pid in ranked_ids({**state, "found": found}) if pid in new][:READ_PASSAGES]
+    passages = [{"n": j + 1, "id": pid, "text": found[pid]["hit"].passage.text} for j, pid in enumerate(order)]
+    spans = best_spans(ctx.reader, state["question"], passages)
+    for sp, p in spans:
+        found[p["id"]]["reader"] = round(sp.margin, 3)
+    if spans and spans[0][0].margin >= NULL_MARGIN and not found[spans[0][1]["id"]]["kept"]:
+        found[spans[0][1]["id"]]["kept"] = True
+        return [spans[0][1]["id"]]
+    return []
+
+
+def has_answer(state: AgentState, ctx: AgentContext) -> bool:
+    """Whether the reader already found a confident answer (margin >= stop_margin) in a kept passage, or a how-to
+    question has a kept passage with a code block to answer with."""
+    if ctx.reader is None:
+        return False
+    from rag.agent.reading import code_block, is_how_to
+
+    kept = [f for f in state["found"].values() if f["kept"]]
+    if any(f.get("reader", float("-inf")) >= ctx.stop_margin for f in kept):
+        return True
+    if is_how_to(state["question"]):
+        texts = [{"n": 1, "id": "", "title": f["hit"].passage.title, "text": f["hit"].passage.text} for f in kept]
+        return code_block(state["question"], texts) is not None
+    return False
+
+
 def route(state: AgentState, ctx: AgentContext) -> str:
     """After grading: rewrite when nothing was ever kept, hop when a multi-hop plan is on its first hop, else answer
-    (also once max_steps rounds have run)."""
+    (also once max_steps rounds have run). A second hop planned only because the question is long or names
+    entities is skipped when the reader already has a confident answer; comparisons and bridges always hop."""
     kept_any = any(state["found"][pid]["kept"] for pid in state["last_round"])
     steps_left = state["round"] < ctx.max_steps
     if not kept_any and steps_left and not any(f["kept"] for f in state["found"].values()) and new_rewrite(state):
         return "rewrite"
     if state["plan_hop"] and state["hop"] == 1 and steps_left:
+        if state.get("hop_reason") in TENTATIVE_HOPS and has_answer(state, ctx):
+            return "answer"
         return "hop"
     return "answer"
 
@@ -253,16 +313,23 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
         for j, pid in enumerate(context)
     ]
     passages, flag_warnings, flagged = screen_passages(passages)  # planted instructions never reach a backend
+    mode = state["mode"]
+    if state["plan_hop"] and state["hop"] == 1 and mode == "multi-hop":
+        mode = "direct"  # the second hop was skipped: one round found the answer
     if not passages and not calc:
-        step = {"node": "answer", "backend": "none", "citations": []}
-        return {"answer": nothing_found_answer(state["question"]), "citations": [], "steps": [step]}
+        closest = _closest(state)
+        step = {"node": "answer", "backend": "none", "citations": [c["id"] for c in closest]}
+        text = nothing_found_answer(state["question"]) + (" The closest passage is [1]." if closest else "")
+        return {"answer": text, "citations": closest, "spans": [], "mode": mode, "steps": [step]}
     notes = []
     if calc:
         source = max(passages, key=lambda p: overlap(calc["topic"], p["title"] + " " + p["text"]), default=None)
         notes.append(calc["text"] + (f" [{source['n']}]" if source else ""))
     # the calculator already answers its part of a multi-part question
     subs = [q for q in state["sub_questions"] if not calc or q != calc.get("part")]
-    text, used, warnings = _answer_with_fallback(ctx, state["question"], passages, notes, subs)
+    if state.get("hop_reason") in ("bridge", "chain", "long"):
+        subs = []  # one question asked in steps: answer it, not its pieces
+    text, spans, used, warnings = _answer_with_fallback(ctx, state["question"], passages, notes, subs)
     text, scrubbed = scrub_answer(text)  # nor leave in an answer, whichever backend wrote it
     warnings = (
         flag_warnings
@@ -273,12 +340,23 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
         text = notes[0] + " " + text  # the exact figures must survive a model that dropped them
     text, citations, cite_warn = attach_citations(text, passages)
     warnings += cite_warn
-    step = {"node": "answer", "backend": used.name, "citations": [c["id"] for c in citations]}
+    number = {c["id"]: c["n"] for c in citations}
+    spans = [{**sp, "n": number[sp["id"]]} for sp in spans if sp["id"] in number]
+    step = {"node": "answer", "backend": used.name + ("+reader" if spans else ""), "citations": list(number)}
     if flagged:
         step["flagged"] = flagged
     if warnings:
         step["warnings"] = warnings
-    return {"answer": text, "citations": citations, "steps": [step], "warnings": warnings}
+    return {"answer": text, "citations": citations, "spans": spans, "mode": mode, "steps": [step], "warnings": warnings}
+
+
+def _closest(state: AgentState) -> list[dict]:
+    """The best retrieved passage as a citation (for a "not found" answer), or none when nothing was retrieved."""
+    ranked = ranked_ids(state)
+    if not ranked:
+        return []
+    hit = state["found"][ranked[0]]["hit"]
+    return [{"n": 1, "id": hit.passage.id, "title": hit.passage.title, "score": round(float(hit.score), 4)}]
 
 
 def ranked_ids(state: AgentState) -> list[str]:
@@ -321,19 +399,28 @@ def attach_citations(text: str, passages: list[dict]) -> tuple[str, list[dict], 
 def _answer_with_fallback(
     ctx: AgentContext, question: str, passages: list[dict], notes: list[str], subs: list[str]
 ) -> tuple[str, Any, list[str]]:
-    """(answer text, the backend that wrote it, warnings)."""
+    """(answer text, the reader spans it quotes, the backend that wrote it, warnings)."""
     try:
-        text = ctx.backend.answer(question, passages, notes, subs, short=ctx.short_answer)
+        spans = []
+        if hasattr(ctx.backend, "answer_spans"):
+            text, spans = ctx.backend.answer_spans(
+                question, passages, notes, subs, short=ctx.short_answer, reader=ctx.reader
+            )
+        else:
+            text = ctx.backend.answer(question, passages, notes, subs, short=ctx.short_answer)
         if not text.strip():
             raise RuntimeError("empty answer")
-        return text, ctx.backend, []
+        return text, spans, ctx.backend, []
     except Exception as exc:
         used = ExtractiveBackend()
         warning = (
             f"llm backend '{ctx.backend.name}' failed ({type(exc).__name__}: {str(exc)[:120]}); "
             "answered with extractive"
         )
-        return used.answer(question, passages, notes, subs, short=ctx.short_answer), used, [warning]
+        if ctx.reader is not None:
+            text, spans = used.answer_spans(question, passages, notes, subs, short=ctx.short_answer, reader=ctx.reader)
+            return text, spans, used, [warning]
+        return used.answer(question, passages, notes, subs, short=ctx.short_answer), [], used, [warning]
 
 
 def _hit_brief(hit) -> dict:

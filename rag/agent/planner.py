@@ -15,6 +15,7 @@ import re
 
 from rag.agent.text import STOPWORDS, content_words, entities
 from rag.agent.tools import calculate
+from rag.config import clip_words
 
 _PART_SPLIT = re.compile(
     r"(?:,\s*(?:and|but)\s+|;\s*|\?\s+|\.\s+(?=[A-Z]))"
@@ -37,6 +38,8 @@ _OF_CHAIN = re.compile(
 MULTIHOP_MIN_WORDS = 4  # a question naming an entity with at least this many content words is planned as multi-hop
 LONG_QUESTION_WORDS = 10  # a question this long is planned as multi-hop even without a named entity
 HOP_FROM = 3  # second-hop queries are built from this many first-hop passages
+MAX_QUERY_CHARS = 200  # a rewritten query is cut at a word boundary to this length
+TENTATIVE_HOPS = ("long", "chain")  # hop reasons whose second hop is skipped when the reader already has the answer
 
 
 def split_parts(question: str) -> list[str]:
@@ -73,6 +76,7 @@ def plan_question(question: str) -> dict:
         "calc": calc,
         "bridge_template": None,
         "hop": False,
+        "hop_reason": None,  # comparison | bridge | chain | long: why a second hop is planned (see TENTATIVE_HOPS)
     }
     if len(parts) > 1:
         queries = [calc["topic"] + " " + p if calc and p == calc["part"] else p for p in parts]
@@ -83,6 +87,7 @@ def plan_question(question: str) -> dict:
             "sub_questions": parts,
             "queries": queries,
             "hop": bool(entities(question)) and not calc,
+            "hop_reason": "long" if entities(question) and not calc else None,
         }
     if calc:
         return {**plan, "queries": [question, calc["topic"]]}
@@ -92,14 +97,31 @@ def plan_question(question: str) -> dict:
         ent_words = {w for e in ents[:2] for w in content_words(e)}
         predicate = " ".join(w for w in words if w not in ent_words)
         subs = [f"{e} {predicate}".strip() for e in ents[:2]]
-        return {**plan, "mode": "multi-hop", "sub_questions": subs, "extra_queries": subs, "hop": True}
-    match = _RELATIVE.search(question) or _OF_CHAIN.search(question)
+        return {
+            **plan,
+            "mode": "multi-hop",
+            "sub_questions": subs,
+            "extra_queries": subs,
+            "hop": True,
+            "hop_reason": "comparison",
+        }
+    relative = _RELATIVE.search(question)
+    match = relative or _OF_CHAIN.search(question)
     if match and len(content_words(match.group(1))) >= 2:
         inner = match.group(1).strip()
         outer = (question[: match.start(1)] + "{bridge}" + question[match.end(1) :]).strip()
-        return {**plan, "mode": "multi-hop", "sub_questions": [inner, outer], "bridge_template": outer, "hop": True}
+        return {
+            **plan,
+            "mode": "multi-hop",
+            "sub_questions": [inner, outer],
+            "bridge_template": outer,
+            "hop": True,
+            # a relative clause ("the woman who portrayed ...") names a bridge entity to find first; an "of" chain
+            # ("the function of the TARDIS") usually does not, so its hop is tentative like a long question's
+            "hop_reason": "bridge" if relative else "chain",
+        }
     if (ents and len(words) >= MULTIHOP_MIN_WORDS) or len(words) >= LONG_QUESTION_WORDS:
-        return {**plan, "mode": "multi-hop", "sub_questions": [question], "hop": True}
+        return {**plan, "mode": "multi-hop", "sub_questions": [question], "hop": True, "hop_reason": "long"}
     return plan
 
 
@@ -130,7 +152,7 @@ def rewrite_query(question: str, attempt: int, sub_questions: list[str]) -> str:
             return candidate
     if sub_questions and attempt - 2 < len(sub_questions):
         return sub_questions[max(0, attempt - 2)]
-    return " ".join(w for w in words if w not in STOPWORDS)[:200] or question
+    return clip_words(" ".join(w for w in words if w not in STOPWORDS), MAX_QUERY_CHARS) or question
 
 
 def nothing_found_answer(question: str) -> str:

@@ -22,6 +22,10 @@ class AgentSettings:
     max_steps: int = 4  # retrieval rounds (a rewrite or a hop is one more round)
     short_answer: bool = False  # the answer span alone (evaluations), not the sentence around it
     use_lookup: bool = True  # look up titles the question names (the entity linker) beside the searches
+    use_reader: bool = True  # the learned span reader (rag.agent.reader) picks extractive answers when it ships
+    stop_margin: float = (
+        2.0  # reader margin over [CLS] at which a tentative second hop is skipped (docs/agent/answers.md)
+    )
 
     def validated(self) -> "AgentSettings":
         check_backend_settings(check_llm(self.llm))

@@ -15,15 +15,22 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-BYTES_PER_PARAM = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5}
+BYTES_PER_PARAM = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5, "binary": 0.125}
 ADAM_BYTES_PER_PARAM = 16  # fp32 weight + gradient + m + v
 
 # A number such as 50,000 / 50k / 1.5M / 128000 / 4096.
 _NUM = r"(\d+(?:[.,]\d+)*)\s*([kKmMbB](?![a-zA-Z]))?"
 _SHAPE = re.compile(_NUM + r"\s*(?:×|x|X|\*|by)\s*" + _NUM)
+_SEP = r"\s*(?:=|:|\bis\b|\bof\b)?\s*(?:about\s+|around\s+)?"  # "V=50000", "a vocabulary of 50,000", "dimension 768"
 _NAMED = {
-    "V": re.compile(r"\b(?:V|vocab(?:ulary)?(?:\s+size)?|items|categories)\s*(?:=|of|is|:)?\s*" + _NUM),
-    "d": re.compile(r"\b(?:d|d_model|dim(?:ension)?|width)\s*(?:=|of|is|:)\s*" + _NUM),
+    "V": re.compile(
+        r"\b(?:V|vocab(?:ulary)?(?:\s+(?:size|of\s+size))?|items|categories|tokens? in the vocabulary)" + _SEP + _NUM
+    ),
+    "d": re.compile(
+        r"\b(?:d|d_model|dim(?:ension(?:ality)?)?s?|width|embedding\s+(?:size|width|dim(?:ension)?)|hidden\s+size)"
+        + _SEP
+        + _NUM
+    ),
     "T": re.compile(
         r"\b(?:T|context(?:\s+length)?|seq(?:uence)?(?:\s+length)?|tokens? of context)\s*(?:=|of|is|:)?\s*" + _NUM
     ),
@@ -102,7 +109,7 @@ def mlp_flops_per_token(d: int) -> int:
 
 def _dtype_in(text: str) -> str | None:
     low = text.lower()
-    for name in ("fp32", "fp16", "bf16", "int8", "int4"):
+    for name in ("fp32", "fp16", "bf16", "int8", "int4", "binary"):
         if name in low:
             return name
     aliases = {
@@ -114,6 +121,9 @@ def _dtype_in(text: str) -> str | None:
         "4-bit": "int4",
         "4 bit": "int4",
         "8-bit": "int8",
+        "1-bit": "binary",
+        "sign bit": "binary",
+        "one bit": "binary",
     }
     for alias, name in aliases.items():
         if alias in low:
@@ -179,6 +189,8 @@ def calculate(question: str) -> CalcResult | None:
 
     if N is None and V and d:
         N = embedding_params(int(V), int(d))
+    if N is None and d and V is None and re.search(r"\bvectors?\b|\bembeddings?\b|\brows?\b", low):
+        return _vector_bytes(int(d), dtype, low)
     if N is None:
         return None
     inputs = {"V": _as_int(V), "d": _as_int(d)} if V and d else {"N": _as_int(N)}
@@ -202,7 +214,7 @@ def calculate(question: str) -> CalcResult | None:
         w in low for w in ("memory", "bytes", "size", " mb", " gb", "how big", "take", "disk", "storage")
     )
     if wants_bytes:
-        dtypes = [dtype] if dtype else ["fp32", "fp16", "bf16"]
+        dtypes = [dtype] if dtype else ["fp32", "fp16", "bf16", "int8"]
         values: dict[str, float] = {"params": N}
         parts = []
         for name in dtypes:
@@ -228,6 +240,21 @@ def calculate(question: str) -> CalcResult | None:
             "counting embedding parameters V times d",
         )
     return None
+
+
+def _vector_bytes(d: int, dtype: str | None, low: str) -> CalcResult | None:
+    """One vector of width d: d × bytes per number (a d=384 int8 vector takes 384 bytes)."""
+    if dtype is None and not any(w in low for w in ("bytes", "memory", "size", "take", "storage", "disk")):
+        return None
+    dtypes = [dtype] if dtype else ["fp32", "fp16", "int8"]
+    values: dict[str, float] = {"d": d}
+    parts = []
+    for name in dtypes:
+        size = d * BYTES_PER_PARAM[name]
+        values[f"bytes_{name}"] = _as_int(size)
+        parts.append(f"{name}: {fmt_int(d)} × {BYTES_PER_PARAM[name]:g} = {fmt_int(size)} bytes")
+    text = f"One vector of d = {fmt_int(d)} numbers takes " + "; ".join(parts) + "."
+    return CalcResult("bytes", {"d": d}, values, text, "bytes per vector d float32 int8 index memory")
 
 
 def make_langchain_retriever(retriever, k: int = 5, search_kwargs: dict | None = None):

@@ -19,9 +19,13 @@ from rag.commands.options import (
     RetrieverOpt,
     retrieval_options,
 )
+from rag.config import clip_words
 from rag.retrieve import RetrievalSettings
 
-LLM_HELP = "extractive (no model), local (SmolLM2-135M on the CPU) or openai (RAG_OPENAI_BASE_URL, RAG_OPENAI_MODEL)."
+LLM_HELP = (
+    "extractive (no model: the learned reader's span), openai (RAG_OPENAI_BASE_URL, RAG_OPENAI_MODEL) or local "
+    "(experimental: SmolLM2-135M on the CPU, often wrong)."
+)
 STEPS_HELP = f"Most retrieval rounds (first search, rewrites, second hop); 1 to {MAX_STEPS_LIMIT}."
 
 
@@ -87,7 +91,7 @@ def show_step(step: dict) -> None:
     elif node == "retrieve":
         line = (
             f"[bold cyan]retrieve[/] round {step['round']}: "
-            + " | ".join(f"“{safe(q[:80])}”" for q in step["queries"])
+            + " | ".join(f"“{safe(clip_words(q, 80, '…'))}”" for q in step["queries"])
             + f"\n         {step['new']} new: {_titles(step['hits'])}"
         )
     elif node == "grade":
@@ -99,7 +103,7 @@ def show_step(step: dict) -> None:
         line = f"[bold yellow]rewrite[/]  {safe(step['reason'])} → “{safe(step['query'])}”"
     elif node == "hop":
         line = f"[bold magenta]hop[/]      from {safe(', '.join(step['from'])) or 'nothing'} → " + " | ".join(
-            f"“{safe(q[:80])}”" for q in step["queries"]
+            f"“{safe(clip_words(q, 80, '…'))}”" for q in step["queries"]
         )
     elif node == "answer":
         line = answer_line(step)
@@ -121,15 +125,33 @@ def answer_line(step: dict) -> str:
 def show_answer(result: dict) -> None:
     from rich.panel import Panel
 
-    console.print(Panel(safe(result["answer"]), title="answer", expand=False), highlight=False)
+    spans = result.get("spans") or []
+    console.print(Panel(mark_spans(result["answer"], spans), title="answer", expand=False), highlight=False)
     for c in result["citations"]:
         console.print(
             f"  \\[{c['n']}] {safe_name(c['title'])}  [dim]{safe_name(c['id'])} · score {c['score']:.3f}[/]",
             highlight=False,
         )
+        for sp in spans:
+            if sp["id"] == c["id"]:
+                console.print(
+                    f"      span: [bold yellow]{safe(sp['text'])}[/] [dim](characters {sp['start']}–{sp['end']})[/]"
+                )
     t = result.get("timings", {})
     if "total_ms" in t:
         console.print(f"[dim]{t['total_ms']:.0f} ms in total[/]")
+
+
+def mark_spans(text: str, spans: list[dict]) -> str:
+    """The answer as rich markup with the reader's spans in bold yellow (everything else escaped)."""
+    out, at = [], 0
+    for sp in sorted(spans, key=lambda s: text.find(s["text"])):
+        i = text.find(sp["text"], at)
+        if i < 0 or not sp["text"]:
+            continue
+        out += [safe(text[at:i]), f"[bold yellow]{safe(sp['text'])}[/]"]
+        at = i + len(sp["text"])
+    return "".join(out + [safe(text[at:])])
 
 
 def eval_agent(

@@ -144,6 +144,16 @@ class RetrievedOut(BaseModel):
     kept: bool
 
 
+class SpanOut(BaseModel):
+    """The reader's answer span: citation n, passage id, the text, its characters [start, end) in the passage."""
+
+    n: int
+    id: str
+    text: str
+    start: int
+    end: int
+
+
 class AskResponse(BaseModel):
     """`rag ask --json`: the answer with [n] citations, the agent's steps (one dict per node), timings and warnings."""
 
@@ -152,6 +162,7 @@ class AskResponse(BaseModel):
     question: str
     answer: str
     citations: list[CitationOut]
+    spans: list[SpanOut] = []
     steps: list[dict[str, Any]]
     timings: dict[str, float]
     warnings: list[str]

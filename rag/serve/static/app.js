@@ -156,6 +156,20 @@ function answerNodes(text, cited) {
   return out;
 }
 
+function markedText(text, spans) {
+  // the passage text with the reader's answer spans in <mark> (offsets first, the span's own text if they moved)
+  const out = [];
+  let at = 0;
+  for (const s of [...spans].sort((a, b) => a.start - b.start)) {
+    const i = text.slice(s.start, s.end) === s.text ? s.start : text.indexOf(s.text, at);
+    if (i < at) continue;
+    out.push(text.slice(at, i), el("mark", {className: "span"}, s.text));
+    at = i + s.text.length;
+  }
+  out.push(text.slice(at));
+  return out;
+}
+
 async function showAnswer(result, settings, question) {
   const cited = new Map(result.citations.map((c) => [c.n, c]));
   $("ask-answer").replaceChildren(...answerNodes(result.answer, cited));
@@ -175,7 +189,7 @@ async function showAnswer(result, settings, question) {
     return el("li", {id: `cite-${c.n}`, className: "passage", dataset: {id: c.id}},
       el("div", {className: "head"}, el("strong", {}, `[${c.n}] ${c.title}`)),
       el("div", {className: "meta"}, `${p.source || "?"} · score ${c.score} · ${c.id}`),
-      el("div", {className: "text"}, p.text ?? ""));
+      el("div", {className: "text"}, ...markedText(p.text ?? "", (result.spans || []).filter((sp) => sp.id === c.id))));
   }));
 }
 

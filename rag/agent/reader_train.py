@@ -1,0 +1,196 @@
+"""`rag train reader`: fine-tune a span-extraction head on the packaged MiniLM with low-rank adapters (torch, CPU).
+
+Data: SQuAD v1.1 dev, the first TRAIN_ARTICLES articles in file order (the last EVAL_ARTICLES articles are only for
+evaluation; rag.studies.answer_eval reads them). Windows come from rag.agent.reader.featurize, the function query
+time uses. A window that does not hold the whole answer is labelled [CLS] ("not in this window").
+
+Model: MiniLM (BertModel) with rank-RANK adapters on every linear layer of its 6 blocks (query, key, value, the
+attention output, both feed-forward layers), its LayerNorms trainable, and a 384→2 span head. Only those are
+saved (rag/agent/reader_weights.npz, about 5.5 MB), so the committed artefact stays small; export_reader merges
+them into the packaged weights and writes the ONNX model query time runs.
+
+Checkpoints go to --checkpoint-dir every CHECKPOINT_EVERY steps; a killed run started again with the same
+arguments resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rag.agent.reader import WEIGHTS, WEIGHTS_INFO, featurize, pad_batch, tokenizer
+from rag.agent.reader_model import ALPHA, RANK, build_model, save_weights
+
+TRAIN_ARTICLES = 40  # SQuAD dev articles, in file order, that training may see
+EVAL_ARTICLES = 8  # the last articles: evaluation only
+CHECKPOINT_EVERY = 25
+
+
+def squad_articles(which: str) -> list[dict]:
+    """SQuAD v1.1 dev articles: 'train' = the first TRAIN_ARTICLES, 'eval' = the last EVAL_ARTICLES."""
+    from rag.config import RagError, data_dir
+
+    path = data_dir() / "squad" / "dev-v1.1.json"
+    if not path.exists():
+        raise RagError(f"SQuAD not found at {path}; set RAG_DATA_DIR to the folder that holds squad/")
+    articles = json.loads(path.read_bytes().decode("utf-8"))["data"]
+    return articles[:TRAIN_ARTICLES] if which == "train" else articles[-EVAL_ARTICLES:]
+
+
+def answer_tokens(window, start_char: int, end_char: int) -> tuple[int, int]:
+    """(first, last) token of the answer in the window, or (CLS position 0, 0) when the window lacks it."""
+    idx = [i for i, o in enumerate(window.offsets) if o is not None]
+    if not idx or window.offsets[idx[0]][0] > start_char or window.offsets[idx[-1]][1] < end_char:
+        return 0, 0
+    a = next(i for i in idx if window.offsets[i][1] > start_char)
+    b = next(i for i in reversed(idx) if window.offsets[i][0] < end_char)
+    return (a, b) if a <= b else (0, 0)
+
+
+def training_windows(articles: list[dict], limit: int | None = None) -> list[tuple]:
+    """[(window, start token, end token)] for every question of the articles (the first answer is the label)."""
+    tok = tokenizer()
+    out, n = [], 0
+    for article in articles:
+        for para in article["paragraphs"]:
+            for qa in para["qas"]:
+                if limit is not None and n >= limit:
+                    return out
+                n += 1
+                ans = qa["answers"][0]
+                s, e = ans["answer_start"], ans["answer_start"] + len(ans["text"])
+                for w in featurize(tok, qa["question"], [para["context"]]):
+                    out.append((w, *answer_tokens(w, s, e)))
+    return out
+
+
+def train(
+    out: Path = WEIGHTS,
+    epochs: float = 2.0,
+    batch: int = 16,
+    lr: float = 1e-3,
+    minutes: float | None = None,
+    limit: int | None = None,
+    threads: int = 2,
+    checkpoint_dir: Path | None = None,
+    seed: int = 0,
+    progress=None,
+) -> dict:
+    """Train the adapters and head; write the weights and WEIGHTS_INFO; return the training figures."""
+    import torch
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    t0 = time.time()
+    data = training_windows(squad_articles("train"), limit)
+    n_questions = len({(tuple(w.input_ids[: w.token_type_ids.index(1)]), w.passage) for w, *_ in data})
+    model, trainable = build_model()
+    opt = torch.optim.AdamW(trainable.values(), lr=lr, weight_decay=0.01)
+    per_epoch = math.ceil(len(data) / batch)
+    total = max(1, int(per_epoch * epochs))
+    warmup = max(1, min(total // 20, 30))
+    budget = minutes * 60 if minutes else None
+    step, losses, spent = 0, [], 0.0
+
+    def lr_at(step: int) -> float:
+        """Linear warm-up, then linear decay to 0 at `total` steps or, with a time budget, when it is spent."""
+        left = (total - step) / max(1, total - warmup)
+        if budget:
+            left = min(left, 1.0 - spent / budget)
+        return lr * min((step + 1) / warmup, max(0.0, left))
+
+    ckpt = checkpoint_dir / "reader-ckpt.pt" if checkpoint_dir else None
+    if ckpt and ckpt.exists():
+        state = torch.load(ckpt, weights_only=False)
+        for n, p in trainable.items():
+            p.data.copy_(state["params"][n])
+        opt.load_state_dict(state["opt"])
+        step, losses, spent = state["step"], state["losses"], state["spent"]
+        if progress:
+            progress(f"resumed at step {step}/{total}")
+    model.train()
+    order = _batches(data, batch, total, seed)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    t_run = time.time() - spent
+    while step < total and (budget is None or spent < budget):
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step)
+        items = [data[i] for i in order[step]]
+        arrays = pad_batch([w for w, *_ in items])
+        inputs = {k: torch.from_numpy(v) for k, v in arrays.items()}
+        starts = torch.tensor([a for _, a, _ in items])
+        ends = torch.tensor([b for _, _, b in items])
+        s_logits, e_logits = model(**inputs)
+        loss = (loss_fn(s_logits, starts) + loss_fn(e_logits, ends)) / 2
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(trainable.values(), 1.0)
+        opt.step()
+        step += 1
+        spent = time.time() - t_run
+        losses.append(float(loss.detach()))
+        if progress and step % 10 == 0:
+            progress(f"step {step}/{total} loss {np.mean(losses[-10:]):.3f} lr {lr_at(step):.2e} {spent:.0f}s")
+        if ckpt and step % CHECKPOINT_EVERY == 0:
+            ckpt.parent.mkdir(parents=True, exist_ok=True)
+            state = {
+                "params": {n: p.detach().clone() for n, p in trainable.items()},
+                "opt": opt.state_dict(),
+                "step": step,
+                "spent": spent,
+                "losses": losses,
+            }
+            torch.save(state, str(ckpt) + ".tmp")
+            Path(str(ckpt) + ".tmp").replace(ckpt)
+    save_weights(trainable, out)
+    info = {
+        "command": f"rag train reader --epochs {epochs:g} --batch {batch} --lr {lr:g}"
+        + (f" --minutes {minutes:g}" if minutes else "")
+        + (f" --limit {limit}" if limit else ""),
+        "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
+        "bytes": out.stat().st_size,
+        "data": f"SQuAD v1.1 dev, first {TRAIN_ARTICLES} articles (file order)",
+        "questions": n_questions,
+        "windows": len(data),
+        "epochs_planned": epochs,
+        "minutes_budget": minutes,
+        "steps": step,
+        "epochs_done": round(step / per_epoch, 3),
+        "batch": batch,
+        "lr": lr,
+        "rank": RANK,
+        "alpha": ALPHA,
+        "trainable_parameters": int(sum(p.numel() for p in trainable.values())),
+        "max_tokens": int(max(len(w.input_ids) for w, *_ in data)),
+        "loss_first_50": round(float(np.mean(losses[:50])), 4),
+        "loss_last_50": round(float(np.mean(losses[-50:])), 4),
+        "train_minutes": round((time.time() - t0) / 60, 1),
+        "threads": threads,
+    }
+    if out == WEIGHTS:
+        WEIGHTS_INFO.write_text(json.dumps(info, indent=2) + "\n")
+    return info
+
+
+def _batches(data: list, batch: int, total: int, seed: int) -> list[list[int]]:
+    """Batches of windows of similar length (less padding), in a shuffled order, for `total` steps."""
+    out, epoch = [], 0
+    while len(out) < total:
+        rng = random.Random(seed + epoch)
+        idx = list(range(len(data)))
+        rng.shuffle(idx)
+        chunks = [idx[i : i + batch * 32] for i in range(0, len(idx), batch * 32)]
+        epoch_batches = []
+        for chunk in chunks:
+            chunk.sort(key=lambda i: len(data[i][0].input_ids))
+            epoch_batches += [chunk[i : i + batch] for i in range(0, len(chunk), batch)]
+        rng.shuffle(epoch_batches)
+        out += epoch_batches
+        epoch += 1
+    return out[:total]

@@ -1,0 +1,225 @@
+"""Answers from the learned reader (rag.agent.reader): the span, in its sentence, with its citation.
+
+- Each target (the question, or each sub-question of a multi-part question) is read over the first READ_PASSAGES
+  passages; the span with the best margin over its window's [CLS] score wins. No span above NULL_MARGIN: the
+  sentence-ranking answer (the backend's fallback) when a sentence shares the question's words, else the answer
+  says "Not found in the passages" and cites the closest passage, never a guessed number.
+- A how-to question whose best passage holds a fenced code block answers with that block, whole.
+- Empty passages and passages in another language are not read.
+- `MemoReader` caches one run's reads by (question, passage text), so grading, the stop decision and the answer
+  read each passage once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rag.agent.reader import NULL_MARGIN, Span, sentence_around
+from rag.agent.text import STOPWORDS, overlap
+
+READ_PASSAGES = 5  # passages the reader reads per target (the answer step's best first)
+NOT_FOUND = "Not found in the passages"
+_FENCE = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1[^\n]*$", re.S | re.M)
+_HOW_TO = re.compile(
+    r"^\s*how (?:do|can|should|would|could) (?:i|you|we|one)\b|\bhow to\b|\b(?:what|which) command\b|"
+    r"\bcommand (?:to|for|that)\b|\binstall\b|\bcode (?:to|for)\b|\bexample code\b",
+    re.IGNORECASE,
+)
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def is_how_to(question: str) -> bool:
+    return bool(_HOW_TO.search(question))
+
+
+def other_language(text: str) -> bool:
+    """True for prose that is not English: mostly non-Latin letters, or long Latin-script text with almost no
+    English function words."""
+    letters = _LETTER.findall(text)
+    if not letters:
+        return False
+    if sum(1 for ch in letters if ch.isascii()) < 0.6 * len(letters):
+        return True
+    tokens = re.findall(r"[a-zA-Z]+", _FENCE.sub(" ", text).lower())
+    return len(tokens) >= 20 and sum(1 for t in tokens if t in STOPWORDS) < 0.08 * len(tokens)
+
+
+def code_block(question: str, passages: list[dict]) -> tuple[dict, str, str] | None:
+    """(passage, the sentence that introduces the block, the block) for the fenced code block that best matches
+    the question, in the first passages; None when they hold none."""
+    best = None
+    for rank, p in enumerate(passages[:READ_PASSAGES]):
+        for m in _FENCE.finditer(p["text"]):
+            before = p["text"][: m.start()].strip().split("\n\n")[-1].strip()
+            score = overlap(question, before + " " + m.group(2) + " " + p["title"]) - 0.05 * rank
+            if best is None or score > best[0]:
+                best = (score, p, before, m.group(0).strip())
+    if best is None or best[0] <= 0:
+        return None
+    return best[1], best[2], best[3]
+
+
+_DEFINE = re.compile(
+    r"^\s*(?:what\s+(?:is|are)\s+(?:an?\s+|the\s+)?(?P<x>[^?]{1,60}?)|what\s+does\s+(?P<y>[^?]{1,60}?)\s+"
+    r"(?:mean|stand\s+for))\s*\??\s*$",
+    re.IGNORECASE,
+)
+
+
+def definition_target(question: str) -> str | None:
+    """X for "What is X?", "What are X?", "What does X mean / stand for?" (X of at most 4 words), else None."""
+    m = _DEFINE.match(question)
+    x = (m.group("x") or m.group("y")).strip() if m else None
+    return x if x and len(x.split()) <= 4 else None
+
+
+def _expands(sentence: str, term: str) -> bool:
+    """Whether the sentence spells out the acronym: capitalised words whose initials give its capitals (HNSW:
+    Hierarchical Navigable Small World; ALiBi: Attention with Linear Biases)."""
+    caps = "".join(ch for ch in term if ch.isupper())
+    if " " in term or not 2 <= len(caps) <= 8:
+        return False
+    initials = "".join(w[0] for w in re.findall(r"\b[A-Z][\w-]*", sentence))
+    return caps in initials
+
+
+def _stem(word: str) -> str:
+    return re.sub(r"(?:ies|y|s)$", "", word.lower())
+
+
+def definition_sentence(question: str, passages: list[dict]) -> tuple[str, dict] | None:
+    """(sentence, passage) that defines X for a definition question: one that spells out the acronym X, starts
+    with X or says "X ... is", or opens a passage whose title names X; None when no sentence does."""
+    from rag.agent.text import sentences
+
+    x = definition_target(question)
+    if not x:
+        return None
+    x = re.sub(r"\s+(?:in|of|for|on)\s+.*$", "", x)  # "anisotropy in embeddings" -> "anisotropy"
+    low, stems = x.lower(), [_stem(w) for w in x.split()]
+    best = None
+    for rank, p in enumerate(readable(passages)[:READ_PASSAGES]):
+        opening_line = re.split(r"(?<=[.!?:])\s+", p["text"].strip().split("\n")[0])[0].rstrip(":")
+        for i, sent in enumerate(dict.fromkeys([opening_line] + sentences(p["text"])[:3])):
+            words = [_stem(w) for w in re.findall(r"[\w-]+", sent)]
+            expands = _expands(sent, x)
+            names = expands or all(any(w.startswith(st) for w in words) for st in stems)
+            opening = re.match(rf"(?:the\s+|an?\s+)?{re.escape(low)}\w*", sent.lower())
+            score = 2.0 if expands else 0.0
+            if opening:  # X is the subject: "Reciprocal rank fusion (RRF), from ...", "BM25 (Robertson ...) scores"
+                score += 1.0 + (0.5 if re.match(r"\s*(?:\(|,|is\b|are\b|means\b)", sent[opening.end() :]) else 0.0)
+            title = str(p.get("title", "")).lower()
+            if i == 0 and names and all(st in title for st in stems):
+                score += 1.0
+            score -= 0.1 * rank
+            if score >= 0.8 and (best is None or score > best[0]):
+                best = (score, sent, p)
+    return (best[1], best[2]) if best else None
+
+
+class MemoReader:
+    """A reader whose reads are cached by (question, passage text) for one agent run."""
+
+    def __init__(self, reader):
+        self.reader = reader
+        self.memo: dict[tuple[str, str], Span | None] = {}
+
+    def read(self, question: str, texts: list[str]) -> list[Span]:
+        need = list(dict.fromkeys(t for t in texts if (question, t) not in self.memo))
+        if need:
+            found = {sp.passage: sp for sp in self.reader.read(question, need)}
+            for i, t in enumerate(need):
+                self.memo[(question, t)] = found.get(i)
+        out = []
+        for i, t in enumerate(texts):
+            sp = self.memo.get((question, t))
+            if sp is not None:
+                out.append(Span(i, sp.text, sp.start, sp.end, sp.score, sp.null, sp.window))
+        return sorted(out, key=lambda sp: -sp.margin)
+
+
+@dataclass
+class ReadAnswer:
+    text: str
+    spans: list[dict]  # {n, id, text, start, end}: characters in the passage text
+    found: bool
+
+
+def readable(passages: list[dict]) -> list[dict]:
+    return [
+        p for p in passages if isinstance(p.get("text"), str) and p["text"].strip() and not other_language(p["text"])
+    ]
+
+
+def best_spans(reader, question: str, passages: list[dict]) -> list[tuple[Span, dict]]:
+    """[(span, passage)] over the first READ_PASSAGES readable passages, best margin first."""
+    live = readable(passages)[:READ_PASSAGES]
+    spans = reader.read(question, [p["text"] for p in live]) if live else []
+    return [(sp, live[sp.passage]) for sp in spans]
+
+
+def read_answer(
+    reader,
+    question: str,
+    passages: list[dict],
+    notes: list[str] | None = None,
+    sub_questions: list[str] | None = None,
+    short: bool = False,
+    fallback=None,
+    support=None,
+) -> ReadAnswer:
+    """The answer text with [n] markers and the spans it quotes (see the module doc).
+
+    fallback(question, passages, notes, sub_questions, short) -> str: the sentence-ranking answer, used when the
+    reader is not sure of any span (no margin above NULL_MARGIN) but a passage sentence shares the question's
+    words; "not found" only when that finds nothing either.
+    support(question, passages) -> str: the best-matching sentence with its [n]; a long answer adds it after the
+    span's sentence when it is another sentence (the span's sentence alone often lacks the definition or figure)."""
+    notes = list(notes or [])
+    if is_how_to(question):
+        block = code_block(question, readable(passages))
+        if block:
+            p, intro, code = block
+            text = code if short else (f"{intro}\n\n{code}\n\n[{p['n']}]" if intro else f"{code}\n\n[{p['n']}]")
+            start = p["text"].find(code)
+            spans = [{"n": p["n"], "id": p["id"], "text": code, "start": start, "end": start + len(code)}]
+            return ReadAnswer(" ".join(notes + [text]).strip() if notes else text, spans, True)
+    if notes and not sub_questions:
+        return ReadAnswer(" ".join(notes), [], True)  # the calculator answers it, citing its source passage
+    targets = [question] if short or not sub_questions else list(sub_questions)
+    parts, spans = [], []
+    for target in targets:
+        ranked = best_spans(reader, target, passages)
+        if not ranked or ranked[0][0].margin < NULL_MARGIN:
+            continue
+        sp, p = ranked[0]
+        spans.append({"n": p["n"], "id": p["id"], "text": sp.text, "start": sp.start, "end": sp.end})
+        if short:
+            parts.append(f"{sp.text} [{p['n']}]")
+        else:
+            a, b = sentence_around(p["text"], sp.start, sp.end)
+            sentence = " ".join(p["text"][a:b].split())
+            if sentence and all(sentence not in x for x in parts):
+                parts.append(f"{sentence} [{p['n']}]")
+    if not parts:
+        live = readable(passages)
+        text = fallback(question, live, notes, sub_questions, short) if fallback and live else ""
+        if text.strip():
+            return ReadAnswer(text, [], True)
+        if notes:
+            return ReadAnswer(" ".join(notes), [], True)
+        closest = readable(passages)[:1] or [p for p in passages if str(p.get("text") or "").strip()][:1]
+        # one sentence: the planted-instruction screen (rag.agent.injection) reads a bare "Not found ..." as one
+        text = NOT_FOUND + (f"; the closest passage is [{closest[0]['n']}]." if closest else ", which are empty.")
+        return ReadAnswer(text, [], False)
+    if notes and short:
+        return ReadAnswer(" ".join(notes), spans, True)
+    defined = None if short else definition_sentence(question, passages)
+    if defined and all(defined[0] not in x for x in parts):
+        parts.insert(0, f"{defined[0]} [{defined[1]['n']}]")  # what X is comes first
+    if support and not short:
+        extra = support(question, readable(passages))
+        if extra and all(re.sub(r"\s*\[\d+\]$", "", extra) not in x for x in parts):
+            parts.append(extra)
+    return ReadAnswer(" ".join(notes + parts), spans, True)

@@ -1,0 +1,133 @@
+"""`rag train reader` (the learned span reader) and `rag eval answers` (what the answers say)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from rag.agent.settings import DEFAULT_AGENT, AgentSettings
+from rag.commands.common import console, err_console, handle_errors, progress_bars
+from rag.commands.options import DimOpt, EncoderOpt, IndexOpt, ReduceOpt, RetrieverOpt
+from rag.retrieve import RetrievalSettings
+
+DEFAULTS = RetrievalSettings()
+
+
+def train_reader(
+    epochs: float = typer.Option(3.0, help="Passes over the training questions (the most; --minutes may stop it)."),
+    minutes: float = typer.Option(
+        None, help="Stop after this many minutes of training; the learning rate decays to 0."
+    ),
+    batch: int = typer.Option(16, help="Windows per step."),
+    lr: float = typer.Option(1e-3, help="Peak learning rate (linear warm-up, then linear decay)."),
+    limit: int = typer.Option(None, help="Train on the first N questions only (a quick check)."),
+    threads: int = typer.Option(1, help="torch CPU threads (1 is fastest on a busy 2-core machine)."),
+    out: Path = typer.Option(
+        None, help="Where to write the weights (default: the committed rag/agent/reader_weights.npz)."
+    ),
+    checkpoint_dir: Path = typer.Option(
+        None, help="Checkpoints every 25 steps; a killed run started again with the same options resumes."
+    ),
+):
+    """Fine-tune the span reader (adapters on the packaged MiniLM) on SQuAD's first 40 articles."""
+    _train_reader(epochs, minutes, batch, lr, limit, threads, out, checkpoint_dir)
+
+
+@handle_errors
+def _train_reader(epochs, minutes, batch, lr, limit, threads, out, checkpoint_dir):
+    import json
+
+    from rag.agent.reader import WEIGHTS
+    from rag.agent.reader_train import train
+
+    info = train(
+        out=Path(out) if out else WEIGHTS,
+        epochs=epochs,
+        minutes=minutes,
+        batch=batch,
+        lr=lr,
+        limit=limit,
+        threads=threads,
+        checkpoint_dir=checkpoint_dir,
+        progress=lambda line: err_console.print(line, highlight=False),
+    )
+    console.print_json(json.dumps(info))
+
+
+def eval_answers(
+    part: list[str] = typer.Option(
+        None, help="squad-reading, squad-open, hotpotqa, builtin (repeat for several; default all)."
+    ),
+    llm: list[str] = typer.Option([DEFAULT_AGENT.llm], help="Backend(s) to evaluate; repeat for several."),
+    compare_no_reader: bool = typer.Option(
+        False, "--compare-no-reader", help="Also run the extractive backend without the reader (today's answers)."
+    ),
+    squad_limit: int = typer.Option(300, help="SQuAD questions (from the last 8 articles)."),
+    hotpot_limit: int = typer.Option(None, help="HotpotQA held-out questions (default: all 200)."),
+    seed: Path = typer.Option(
+        None, help="Question set for the built-in corpus (default tests/data/seed_questions.jsonl)."
+    ),
+    encoder: EncoderOpt = DEFAULTS.encoder,
+    dim: DimOpt = DEFAULTS.dim,
+    index: IndexOpt = DEFAULTS.index,
+    reduce: ReduceOpt = DEFAULTS.reduce,
+    retriever: RetrieverOpt = DEFAULTS.retriever,
+    max_steps: int = typer.Option(DEFAULT_AGENT.max_steps, "--max-steps", help="Most retrieval rounds."),
+    stop_margin: float = typer.Option(DEFAULT_AGENT.stop_margin, help="Reader margin that skips a tentative hop."),
+    threads: int = typer.Option(1, help="torch CPU threads."),
+    out: Path = typer.Option(Path("docs/agent/answers"), "--out", help="Folder for results.json and report.md."),
+):
+    """Answer EM/F1 (SQuAD reading and open-domain, HotpotQA), key facts and citations (built-in corpus)."""
+    _eval_answers(
+        part,
+        llm,
+        compare_no_reader,
+        squad_limit,
+        hotpot_limit,
+        seed,
+        (encoder, dim, index, reduce, retriever),
+        max_steps,
+        stop_margin,
+        threads,
+        out,
+    )
+
+
+@handle_errors
+def _eval_answers(parts, llm, compare, squad_limit, hotpot_limit, seed, options, max_steps, stop_margin, threads, out):
+    from rich.table import Table
+
+    from rag.studies.answer_eval import COLUMNS, PARTS, evaluate_answers
+
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    encoder, dim, index, reduce, retriever = options
+    settings = RetrievalSettings(encoder=encoder, dim=dim, index=index, reduce=reduce, retriever=retriever)
+    agent = AgentSettings(max_steps=max_steps, stop_margin=stop_margin)
+    with progress_bars() as progress:
+        result = evaluate_answers(
+            tuple(parts or PARTS),
+            llms=tuple(llm),
+            settings=settings,
+            agent=agent,
+            squad_limit=squad_limit,
+            hotpot_limit=hotpot_limit,
+            seed_file=seed,
+            compare_no_reader=compare,
+            out=out,
+            progress=progress,
+        )
+    for name, systems in result["parts"].items():
+        cols = COLUMNS[name]
+        table = Table(title=name)
+        table.add_column("system", no_wrap=True)
+        table.add_column("n", justify="right")
+        for c in cols:
+            table.add_column(c, justify="right")
+        for s in systems:
+            table.add_row(s["system"], str(s["n"]), *("-" if s.get(c) is None else f"{s[c]:g}" for c in cols))
+        console.print(table)
+    console.print(f"[dim]wrote {out}/results.json, per_query.jsonl, report.md[/]")

@@ -1,0 +1,65 @@
+"""The agent with the learned reader, on real retrievers: one round for a single fact, the reader's passage never
+dropped, the span marked in its passage, a how-to answered with its code block whole."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.agent import run_agent
+from rag.agent.reader import reader_available
+
+pytestmark = pytest.mark.skipif(not reader_available(), reason="reader weights or onnxruntime missing")
+
+
+@pytest.fixture(scope="module")
+def builtin_retriever(tmp_path_factory):
+    from rag.retrieve import RetrievalSettings, Retriever
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RAG_INDEX_DIR", str(tmp_path_factory.mktemp("reader-indexes")))
+        return Retriever.open(RetrievalSettings(retriever="hybrid"))
+
+
+def test_a_single_fact_takes_one_round_and_marks_its_span(builtin_retriever):
+    result = run_agent("What is the vocabulary size of SmolLM2?", retriever=builtin_retriever)
+    assert result["rounds"] == 1 and result["mode"] == "direct"
+    assert "49,152" in result["answer"]
+    assert result["spans"], result
+    span = result["spans"][0]
+    passage = builtin_retriever.corpus.passage_by_id[span["id"]]
+    assert passage.text[span["start"] : span["end"]] == span["text"] and span["text"] in result["answer"]
+    assert span["n"] in {c["n"] for c in result["citations"]}
+
+
+def test_the_passage_the_reader_answers_from_is_kept(builtin_retriever):
+    result = run_agent("What does d control?", retriever=builtin_retriever)
+    assert "rewrite" not in [s["node"] for s in result["steps"]]  # no rewrite to the single word "control"
+    kept = {r["id"] for r in result["retrieved"] if r["kept"]}
+    assert {sp["id"] for sp in result["spans"]} <= kept and result["spans"]
+    assert "anisotrop" not in result["answer"].lower()
+
+
+def test_int8_vector_bytes_are_not_the_fp32_size(builtin_retriever):
+    result = run_agent("How many bytes does an int8 vector of d=384 take?", retriever=builtin_retriever)
+    assert result["answer"].startswith("One vector of d = 384 numbers takes int8: 384 × 1 = 384 bytes")
+
+
+def test_how_to_answers_with_the_code_block_intact(tmp_path):
+    from rag.retrieve import RetrievalSettings, Retriever
+
+    docs = tmp_path / "zephyr"
+    docs.mkdir()
+    (docs / "README.md").write_text(
+        "# Zephyr\n\nZephyr is a small HTTP client for Python.\n\n## Installation\n\n"
+        "Install Zephyr with HTTP/2 support:\n\n```bash\npip install 'zephyr-http[http2]'\n```\n\n"
+        "Without the extra, Zephyr speaks HTTP/1.1 only.\n"
+    )
+    (docs / "usage.md").write_text(
+        "# Usage\n\nCreate a client with `zephyr.Client()` and call `get(url)`. Timeouts default to 10 seconds.\n"
+    )
+    (docs / "faq.md").write_text("# FAQ\n\nZephyr supports proxies through the HTTPS_PROXY variable.\n")
+    r = Retriever.open(RetrievalSettings(corpus=str(docs), retriever="hybrid"))
+    result = run_agent("How do I install Zephyr with HTTP/2 support?", retriever=r)
+    assert "```bash\npip install 'zephyr-http[http2]'\n```" in result["answer"]
+    assert result["rounds"] == 1 and result["mode"] == "direct"
+    assert result["citations"][0]["id"].startswith("README.md")
