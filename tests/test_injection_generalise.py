@@ -4,6 +4,8 @@ orders to human readers kept."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 from serve_helpers import inprocess_server  # noqa: F401  (a fixture)
@@ -92,4 +94,5 @@ def test_no_canary_in_any_streamed_event(inprocess_server, tmp_path):
     stream = httpx.post(url + "/ask", json=body, headers={"accept": "text/event-stream"}, timeout=120)
     assert stream.status_code == 200 and "event: answer" in stream.text
     assert "ZEBRACANARY" not in stream.text.upper()
-    assert "rotational energy" in stream.text
+    answer = next(json.loads(line[6:]) for line in stream.text.splitlines() if line.startswith('data: {"question'))
+    assert "energy" in answer["answer"]  # a true fact kept: "rotational energy" (every passage) or "kinetic energy"

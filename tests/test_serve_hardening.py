@@ -190,6 +190,10 @@ def test_qrels_scores_are_range_checked(tmp_path):
 
 
 def test_repeated_404s_for_an_unbuilt_bm25_cost_nothing(inprocess_server, tmp_path):
+    """After the first 404, repeats are answered from memory: with the folder gone, they still say "not built"
+    (a request that read the corpus again would fail on the missing folder instead)."""
+    import shutil
+
     folder = tmp_path / "big"
     folder.mkdir()
     for i in range(400):
@@ -197,15 +201,12 @@ def test_repeated_404s_for_an_unbuilt_bm25_cost_nothing(inprocess_server, tmp_pa
     url = inprocess_server(warm=[], corpora=[f"big={folder}"])
     body = {"question": "flywheels", "corpus": "big", "retriever": "bm25"}
     with httpx.Client(base_url=url, timeout=60) as client:
-        t0 = time.perf_counter()
         first = client.post("/search", json=body)
-        first_s = time.perf_counter() - t0
         assert first.status_code == 404 and "not built" in first.json()["detail"]
-        t0 = time.perf_counter()
+        shutil.rmtree(folder)
         for _ in range(10):
-            assert client.post("/search", json=body).status_code == 404
-        repeat_s = (time.perf_counter() - t0) / 10
-    assert repeat_s < first_s / 5, (first_s, repeat_s)
+            again = client.post("/search", json=body)
+            assert again.status_code == 404 and again.json()["detail"] == first.json()["detail"]
 
 
 def test_python_callers_may_allow_dims_as_numbers_but_not_booleans():
