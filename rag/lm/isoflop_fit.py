@@ -101,7 +101,7 @@ def fit_power(cs: list[float], ys: list[float], se_ln: list[float], draws: int =
             "formula": "y = A * C^k", "interval": "95% of 4000 draws of each point within its interval"}
 
 
-FIT_WINDOW = 3  # the parabola is fitted to the best measured d and up to this many grid neighbours on each side
+FIT_WINDOW = 2  # the parabola is fitted to the best measured d and up to this many grid neighbours on each side
 
 
 def grid_fits(rows: list[dict]) -> dict:

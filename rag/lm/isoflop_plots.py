@@ -176,7 +176,7 @@ def summary_md(data: dict, out: Path | None = None) -> str:
                      f"{r['test_bpb']:.4f} | {r['wall_s']} | {r['parallel']} | {r['loadavg_start']} |")
     fits = data.get("fits") or {}
     if fits.get("budgets"):
-        lines += ["", ("## Fits (parabola in ln d of validation bpb over the best measured d and up to 3 neighbours "
+        lines += ["", ("## Fits (parabola in ln d of validation bpb over the best measured d and up to 2 neighbours "
                        "each side; d in parentheses not fitted; 95% delta-method intervals)"), "",
                   ("| budget | points (d) | fitted d_opt [95%] | fitted min val bpb [95%] | test-bpb fit d_opt | "
                    "bracketed (≥2 each side) | best measured |"), "|---|---|---|---|---|---|---|"]
