@@ -108,7 +108,7 @@ def grid_fits(rows: list[dict]) -> dict:
     """Per budget: parabola fits of validation and test bits per byte against ln d (default LR runs; several
     seeds averaged, their spread as weights) over the best measured d and up to FIT_WINDOW neighbours on each
     side (a parabola in ln d describes the bottom of the curve, not its far flanks); then d_opt(C) and loss(C)
-    power laws over the budgets whose optimum is bracketed."""
+    power laws over the budgets whose fitted optimum lies between measured d."""
     import numpy as np
 
     per_budget = {}
@@ -148,8 +148,12 @@ def grid_fits(rows: list[dict]) -> dict:
         if pts:
             entry["points"] = pts_all
         per_budget[f"{budget:g}"] = entry
-    fitted = [e for e in per_budget.values() if e.get("val", {}).get("ok") and e["val"]["bracketed"]]
-    scaling = {}
+    # the power laws use every budget whose fitted optimum lies between measured d (at least one each side);
+    # `bracketed` (two each side) is reported per budget and listed here
+    fitted = [e for e in per_budget.values() if e.get("val", {}).get("ok") and e["val"]["inside_grid"]
+              and e["val"]["se_ln_d"] == e["val"]["se_ln_d"]]
+    scaling = {"budgets": [e["budget"] for e in fitted],
+               "bracketed": [e["budget"] for e in fitted if e["val"]["bracketed"]]}
     if len(fitted) >= 2:
         cs = [e["budget"] for e in fitted]
         scaling["d_opt"] = fit_power(cs, [e["val"]["d_opt"] for e in fitted], [e["val"]["se_ln_d"] for e in fitted])

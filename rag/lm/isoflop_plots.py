@@ -79,7 +79,8 @@ def plot_scaling(data: dict, out: Path) -> None:
     import numpy as np
 
     fits = data["fits"]
-    fitted = [(float(k), e["val"]) for k, e in fits.get("budgets", {}).items() if e.get("val", {}).get("ok")]
+    fitted = [(float(k), e["val"]) for k, e in fits.get("budgets", {}).items()
+              if float(k) in fits.get("scaling", {}).get("budgets", [])]
     if not fitted:
         return
     plt = _plt()
@@ -196,7 +197,8 @@ def summary_md(data: dict, out: Path | None = None) -> str:
             if sc.get(name, {}).get("ok"):
                 p = sc[name]
                 lines.append(f"\n{what} = {p['A']:.4g} · C^{p['k']:.4f}, exponent 95% [{p['k_lo']:.4f}, {p['k_hi']:.4f}] "
-                             f"over {p['n']} budgets.")
+                             f"over the budgets {', '.join(_c(c) for c in sc['budgets'])} (fitted optimum between "
+                             f"measured d; two or more each side at {', '.join(_c(c) for c in sc['bracketed']) or 'none'}).")
     if data.get("seed_comparison"):
         lines += ["", "## Seeds: is the best d distinguishable from its neighbours? (Welch t-test)", "",
                   "| budget | best d (mean ± sd, n) | other d (mean ± sd, n) | split | difference (bpb) | p |",
