@@ -156,13 +156,15 @@ def grid_fits(rows: list[dict]) -> dict:
                "bracketed": [e["budget"] for e in fitted if e["val"]["bracketed"]]}
     if len(fitted) >= 2:
         cs = [e["budget"] for e in fitted]
-        scaling["d_opt"] = fit_power(cs, [e["val"]["d_opt"] for e in fitted], [e["val"]["se_ln_d"] for e in fitted])
-        scaling["val_bpb"] = fit_power(cs, [e["val"]["y_opt"] for e in fitted],
-                                       [e["val"]["se_y"] / e["val"]["y_opt"] for e in fitted])
-        tfit = [e for e in fitted if e.get("test", {}).get("ok")]
-        if len(tfit) >= 2:
-            scaling["test_bpb"] = fit_power([e["budget"] for e in tfit], [e["test"]["y_opt"] for e in tfit],
-                                            [e["test"]["se_y"] / e["test"]["y_opt"] for e in tfit])
+        # each point drawn with the spread of its own 95% interval (Student t on the fit's few degrees of freedom)
+        sd_ln_d = [(math.log(e["val"]["d_hi"]) - math.log(e["val"]["d_lo"])) / (2 * 1.96) for e in fitted]
+        scaling["d_opt"] = fit_power(cs, [e["val"]["d_opt"] for e in fitted], sd_ln_d)
+        for split in ("val", "test"):
+            pts = [e for e in fitted if e.get(split, {}).get("ok") and e[split]["y_lo"] == e[split]["y_lo"]]
+            if len(pts) >= 2:
+                scaling[f"{split}_bpb"] = fit_power(
+                    [e["budget"] for e in pts], [e[split]["y_opt"] for e in pts],
+                    [(e[split]["y_hi"] - e[split]["y_lo"]) / (2 * 1.96) / e[split]["y_opt"] for e in pts])
     return {"budgets": per_budget, "scaling": scaling}
 
 
