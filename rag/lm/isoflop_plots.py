@@ -40,7 +40,7 @@ def plot_isoflop(data: dict, out: Path) -> None:
     import numpy as np
 
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.6))
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
     budgets = data["fits"].get("budgets", {})
     for i, (key, e) in enumerate(sorted(budgets.items(), key=lambda kv: float(kv[0]))):
         color = plt.cm.plasma(0.85 * i / max(1, len(budgets) - 1))
@@ -65,8 +65,8 @@ def plot_isoflop(data: dict, out: Path) -> None:
     if all_d:
         ax.set_xlim(min(all_d) / 1.3, max(all_d) * 1.3)
     ax.set(xlabel="embedding dimension d (log scale)", ylabel="validation bits per byte",
-           title="Iso-FLOP curves: validation bpb vs d at fixed training FLOPs\n(line: parabola in ln d over the fitted "
-                 "points; star: fitted optimum, bar: 95% interval; error bars: sd over seeds)")
+           title="Iso-FLOP curves: validation bpb vs d at fixed training FLOPs\nline: parabola in ln d over the fitted "
+                 "points; star and bar: fitted optimum, 95% interval; error bars: sd over seeds")
     ax.title.set_fontsize(9)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
@@ -101,8 +101,11 @@ def plot_scaling(data: dict, out: Path) -> None:
         p = sc["val_bpb"]
         a2.plot(grid, p["A"] * grid ** p["k"], "-", label=f"bpb ∝ C^{p['k']:.3f} [{p['k_lo']:.3f}, {p['k_hi']:.3f}]")
     _base_lines(a2, data, "val")
+    from matplotlib.ticker import NullFormatter
+
     for ax, ylab in ((a1, "compute-optimal d"), (a2, "validation bits per byte at d_opt")):
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set(xlabel="training FLOPs C", ylabel=ylab)
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8)
