@@ -66,7 +66,7 @@ def plot_isoflop(data: dict, out: Path) -> None:
         ax.set_xlim(min(all_d) / 1.3, max(all_d) * 1.3)
     ax.set(xlabel="embedding dimension d (log scale)", ylabel="validation bits per byte",
            title="Iso-FLOP curves: validation bpb vs d at fixed training FLOPs\nline: parabola in ln d over the fitted "
-                 "points; star and bar: fitted optimum, 95% interval; error bars: sd over seeds")
+                 "points; star, bar: fitted optimum, 95% interval; error bars: seed sd")
     ax.title.set_fontsize(9)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
