@@ -86,7 +86,7 @@ def test_tiny_isoflop_grid_end_to_end(cli, corpus, tmp_path):
     before = json.loads((run / "result.json").read_text())
     (run / "result.json").unlink()
     (run / "provenance.json").unlink()
-    res = cli(args[:-4] + ["--out", out])
+    res = cli(args)
     assert res.exit_code == 0, res.output
     assert res.output.count("done:") == 1 and "done: C6e9/d32" in res.output
     after = json.loads((run / "result.json").read_text())

@@ -226,6 +226,19 @@ def host_info() -> dict:
     return {"host": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version()}
 
 
+def other_grid_processes() -> int:
+    """How many other `lm isoflop` / `lm token-curve` commands run on this machine now (read from /proc)."""
+    mine, n = {os.getpid(), os.getppid()}, 0
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmd = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if (b"lm\0isoflop" in cmd or b"lm\0token-curve" in cmd) and int(proc.name) not in mine:
+            n += 1
+    return n
+
+
 def run_one(job: dict) -> dict:
     """Train (or resume, or reuse) one run; writes provenance.json beside result.json. Runs in a worker process."""
     import torch
@@ -240,14 +253,14 @@ def run_one(job: dict) -> dict:
     resumed = (run / "ckpt").exists()
     cfg = replace(cfg, resume=resumed)
     t0, start = time.perf_counter(), time.time()
-    load0 = os.getloadavg()
+    load0, others = os.getloadavg(), other_grid_processes()
     prior = json.loads((run / "provenance.json").read_text()) if resumed and (run / "provenance.json").exists() else {}
     train(cfg)
     prov = {"command": job["command"], "git_commit": job["commit"], **host_info(), "torch": torch.__version__,
             "threads": torch.get_num_threads(), "parallel": job["parallel"], "started": start, "finished": time.time(),
             "wall_s": round(time.perf_counter() - t0 + prior.get("wall_s", 0.0), 1),
             "loadavg_start": [round(x, 2) for x in load0], "loadavg_end": [round(x, 2) for x in os.getloadavg()],
-            "resumed": resumed or bool(prior), "pid": os.getpid()}
+            "resumed": resumed or bool(prior), "pid": os.getpid(), "other_grid_processes": others}
     (run / "provenance.json").write_text(json.dumps(prov, indent=1))
     return {"name": spec.name(), "reused": False}
 

@@ -101,14 +101,14 @@ def fit_power(cs: list[float], ys: list[float], se_ln: list[float], draws: int =
             "formula": "y = A * C^k", "interval": "95% of 4000 draws of each point within its interval"}
 
 
-FIT_WINDOW = 3  # the parabola is fitted to the best measured d and up to this many grid neighbours on each side
+FIT_WINDOW = 2  # the parabola is fitted to the best measured d and up to this many grid neighbours on each side
 
 
 def grid_fits(rows: list[dict]) -> dict:
     """Per budget: parabola fits of validation and test bits per byte against ln d (default LR runs; several
     seeds averaged, their spread as weights) over the best measured d and up to FIT_WINDOW neighbours on each
     side (a parabola in ln d describes the bottom of the curve, not its far flanks); then d_opt(C) and loss(C)
-    power laws over the budgets whose optimum is bracketed."""
+    power laws over the budgets whose fitted optimum lies between measured d."""
     import numpy as np
 
     per_budget = {}
@@ -148,17 +148,23 @@ def grid_fits(rows: list[dict]) -> dict:
         if pts:
             entry["points"] = pts_all
         per_budget[f"{budget:g}"] = entry
-    fitted = [e for e in per_budget.values() if e.get("val", {}).get("ok") and e["val"]["bracketed"]]
-    scaling = {}
+    # the power laws use every budget whose fitted optimum lies between measured d (at least one each side);
+    # `bracketed` (two each side) is reported per budget and listed here
+    fitted = [e for e in per_budget.values() if e.get("val", {}).get("ok") and e["val"]["inside_grid"]
+              and e["val"]["se_ln_d"] == e["val"]["se_ln_d"]]
+    scaling = {"budgets": [e["budget"] for e in fitted],
+               "bracketed": [e["budget"] for e in fitted if e["val"]["bracketed"]]}
     if len(fitted) >= 2:
         cs = [e["budget"] for e in fitted]
-        scaling["d_opt"] = fit_power(cs, [e["val"]["d_opt"] for e in fitted], [e["val"]["se_ln_d"] for e in fitted])
-        scaling["val_bpb"] = fit_power(cs, [e["val"]["y_opt"] for e in fitted],
-                                       [e["val"]["se_y"] / e["val"]["y_opt"] for e in fitted])
-        tfit = [e for e in fitted if e.get("test", {}).get("ok")]
-        if len(tfit) >= 2:
-            scaling["test_bpb"] = fit_power([e["budget"] for e in tfit], [e["test"]["y_opt"] for e in tfit],
-                                            [e["test"]["se_y"] / e["test"]["y_opt"] for e in tfit])
+        # each point drawn with the spread of its own 95% interval (Student t on the fit's few degrees of freedom)
+        sd_ln_d = [(math.log(e["val"]["d_hi"]) - math.log(e["val"]["d_lo"])) / (2 * 1.96) for e in fitted]
+        scaling["d_opt"] = fit_power(cs, [e["val"]["d_opt"] for e in fitted], sd_ln_d)
+        for split in ("val", "test"):
+            pts = [e for e in fitted if e.get(split, {}).get("ok") and e[split]["y_lo"] == e[split]["y_lo"]]
+            if len(pts) >= 2:
+                scaling[f"{split}_bpb"] = fit_power(
+                    [e["budget"] for e in pts], [e[split]["y_opt"] for e in pts],
+                    [(e[split]["y_hi"] - e[split]["y_lo"]) / (2 * 1.96) / e[split]["y_opt"] for e in pts])
     return {"budgets": per_budget, "scaling": scaling}
 
 

@@ -40,7 +40,7 @@ def plot_isoflop(data: dict, out: Path) -> None:
     import numpy as np
 
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.6))
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
     budgets = data["fits"].get("budgets", {})
     for i, (key, e) in enumerate(sorted(budgets.items(), key=lambda kv: float(kv[0]))):
         color = plt.cm.plasma(0.85 * i / max(1, len(budgets) - 1))
@@ -65,8 +65,8 @@ def plot_isoflop(data: dict, out: Path) -> None:
     if all_d:
         ax.set_xlim(min(all_d) / 1.3, max(all_d) * 1.3)
     ax.set(xlabel="embedding dimension d (log scale)", ylabel="validation bits per byte",
-           title="Iso-FLOP curves: validation bpb vs d at fixed training FLOPs\n(line: parabola in ln d over the fitted "
-                 "points; star: fitted optimum, bar: 95% interval; error bars: sd over seeds)")
+           title="Iso-FLOP curves: validation bpb vs d at fixed training FLOPs\nline: parabola in ln d over the fitted "
+                 "points; star, bar: fitted optimum, 95% interval; error bars: seed sd")
     ax.title.set_fontsize(9)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
@@ -79,7 +79,8 @@ def plot_scaling(data: dict, out: Path) -> None:
     import numpy as np
 
     fits = data["fits"]
-    fitted = [(float(k), e["val"]) for k, e in fits.get("budgets", {}).items() if e.get("val", {}).get("ok")]
+    fitted = [(float(k), e["val"]) for k, e in fits.get("budgets", {}).items()
+              if float(k) in fits.get("scaling", {}).get("budgets", [])]
     if not fitted:
         return
     plt = _plt()
@@ -100,8 +101,11 @@ def plot_scaling(data: dict, out: Path) -> None:
         p = sc["val_bpb"]
         a2.plot(grid, p["A"] * grid ** p["k"], "-", label=f"bpb ∝ C^{p['k']:.3f} [{p['k_lo']:.3f}, {p['k_hi']:.3f}]")
     _base_lines(a2, data, "val")
+    from matplotlib.ticker import NullFormatter
+
     for ax, ylab in ((a1, "compute-optimal d"), (a2, "validation bits per byte at d_opt")):
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set(xlabel="training FLOPs C", ylabel=ylab)
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8)
@@ -176,7 +180,7 @@ def summary_md(data: dict, out: Path | None = None) -> str:
                      f"{r['test_bpb']:.4f} | {r['wall_s']} | {r['parallel']} | {r['loadavg_start']} |")
     fits = data.get("fits") or {}
     if fits.get("budgets"):
-        lines += ["", ("## Fits (parabola in ln d of validation bpb over the best measured d and up to 3 neighbours "
+        lines += ["", ("## Fits (parabola in ln d of validation bpb over the best measured d and up to 2 neighbours "
                        "each side; d in parentheses not fitted; 95% delta-method intervals)"), "",
                   ("| budget | points (d) | fitted d_opt [95%] | fitted min val bpb [95%] | test-bpb fit d_opt | "
                    "bracketed (≥2 each side) | best measured |"), "|---|---|---|---|---|---|---|"]
@@ -196,7 +200,8 @@ def summary_md(data: dict, out: Path | None = None) -> str:
             if sc.get(name, {}).get("ok"):
                 p = sc[name]
                 lines.append(f"\n{what} = {p['A']:.4g} · C^{p['k']:.4f}, exponent 95% [{p['k_lo']:.4f}, {p['k_hi']:.4f}] "
-                             f"over {p['n']} budgets.")
+                             f"over the budgets {', '.join(_c(c) for c in sc['budgets'])} (fitted optimum between "
+                             f"measured d; two or more each side at {', '.join(_c(c) for c in sc['bracketed']) or 'none'}).")
     if data.get("seed_comparison"):
         lines += ["", "## Seeds: is the best d distinguishable from its neighbours? (Welch t-test)", "",
                   "| budget | best d (mean ± sd, n) | other d (mean ± sd, n) | split | difference (bpb) | p |",
