@@ -1,4 +1,5 @@
 """Count baselines (unigram, interpolated bigram/trigram) and bits per byte, on real wiki-lm tokens."""
+
 import math
 
 import numpy as np

@@ -1,4 +1,5 @@
 """rag.lm.data: corpus resolution, the wikitext-2 download (real HTTP on 127.0.0.1), tokenizer and bad input."""
+
 import functools
 import http.server
 import io
@@ -76,8 +77,11 @@ def test_tokens_layout_accepted(tmp_path):
 def test_corpus_too_small_for_vocab_states_counts(tmp_path, monkeypatch, wiki_slice):
     monkeypatch.setenv("RAG_CACHE_DIR", str(tmp_path / "cache"))
     folder = wiki_slice(tmp_path / "tiny", 3_000)
-    with pytest.raises(RagError, match=r"corpus too small for the vocabulary: the train split \(\d+ words, 3000 "
-                                       r"characters\) yields only \d+ BPE tokens, but --vocab is 10000"):
+    with pytest.raises(
+        RagError,
+        match=r"corpus too small for the vocabulary: the train split \(\d+ words, 3000 "
+        r"characters\) yields only \d+ BPE tokens, but --vocab is 10000",
+    ):
         prepare(str(folder), 10000)
 
 

@@ -1,4 +1,5 @@
 """scripts/gpu_sweep.sh runs end to end on the CPU with a tiny budget, so the GPU path cannot rot unseen."""
+
 import json
 import os
 import subprocess
@@ -14,13 +15,32 @@ REPO = Path(__file__).resolve().parent.parent
 def test_gpu_sweep_script_runs_tiny_on_cpu(tmp_path, wiki_slice):
     corpus = wiki_slice(tmp_path / "slice", 100_000)
     out = tmp_path / "gpu"
-    env = {**os.environ, "PYTHON": sys.executable, "CORPUS": str(corpus), "DIMS": "16,32", "TOKENS": str(10 * 8 * 32),
-           "BATCH": "8", "EXTRA_ARGS": "--layers 1 --heads 2 --vocab 400 --context 32 --threads 1 --slices 2",
-           "SEARCH_N": "2000", "SEARCH_Q": "16", "SEARCH_DIMS": "16,32", "OMP_NUM_THREADS": "1",
-           "GRID_BUDGETS": "2e9", "GRID_DIMS": "16,32,64", "GRID_BATCH": "8", "GRID_PRECISION": "fp32",
-           "GRID_EXTRA": "--layers 1 --heads 2 --vocab 400 --context 32 --eval-tokens 1024 --slices 2 --kn-orders 3"}
-    proc = subprocess.run(["bash", str(REPO / "scripts" / "gpu_sweep.sh"), str(out)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=900)
+    env = {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "CORPUS": str(corpus),
+        "DIMS": "16,32",
+        "TOKENS": str(10 * 8 * 32),
+        "BATCH": "8",
+        "EXTRA_ARGS": "--layers 1 --heads 2 --vocab 400 --context 32 --threads 1 --slices 2",
+        "SEARCH_N": "2000",
+        "SEARCH_Q": "16",
+        "SEARCH_DIMS": "16,32",
+        "OMP_NUM_THREADS": "1",
+        "GRID_BUDGETS": "2e9",
+        "GRID_DIMS": "16,32,64",
+        "GRID_BATCH": "8",
+        "GRID_PRECISION": "fp32",
+        "GRID_EXTRA": "--layers 1 --heads 2 --vocab 400 --context 32 --eval-tokens 1024 --slices 2 --kn-orders 3",
+    }
+    proc = subprocess.run(
+        ["bash", str(REPO / "scripts" / "gpu_sweep.sh"), str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads((out / "sweep" / "results.json").read_text())
     assert data["plan"]["budget"] == "tokens" and [r["tokens_seen"] for r in data["rows"]] == [10 * 8 * 32] * 2

@@ -1,4 +1,5 @@
 """`rag lm isoflop` / `token-curve`: a tiny grid end to end on a real wiki-lm slice, the fits, resume, bad input."""
+
 import csv
 import json
 import math
@@ -10,8 +11,22 @@ from rag.config import RagError
 from rag.lm.isoflop import GridSettings, RunSpec, heads_for, run_tokens
 from rag.lm.isoflop_fit import fit_parabola, fit_power
 
-TINY = ["--layers", "1", "--heads", "2", "--vocab", "400", "--context", "32", "--batch", "8", "--eval-tokens", "1024",
-        "--slices", "3"]
+TINY = [
+    "--layers",
+    "1",
+    "--heads",
+    "2",
+    "--vocab",
+    "400",
+    "--context",
+    "32",
+    "--batch",
+    "8",
+    "--eval-tokens",
+    "1024",
+    "--slices",
+    "3",
+]
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +39,7 @@ def test_heads_keep_a_head_size_of_at_least_8():
     with pytest.raises(RagError, match="not divisible"):
         heads_for(100)  # 100/8 is not whole
     with pytest.raises(RagError, match="not divisible"):
-        heads_for(20)   # below 64 the head size stays 8: 20 is not a multiple of 8
+        heads_for(20)  # below 64 the head size stays 8: 20 is not a multiple of 8
 
 
 def test_budget_turns_into_whole_steps_of_equal_flops():
@@ -40,13 +55,16 @@ def test_budget_turns_into_whole_steps_of_equal_flops():
 def test_parabola_fit_recovers_a_known_vertex_and_its_interval_covers_it():
     rng = np.random.default_rng(0)
     ds = [16, 24, 32, 48, 64, 96, 128]
-    true = lambda d: 2.0 + 0.05 * (math.log(d) - math.log(40)) ** 2
+
+    def true(d):
+        return 2.0 + 0.05 * (math.log(d) - math.log(40)) ** 2
+
     ys = [true(d) + rng.normal(0, 0.002) for d in ds]
     f = fit_parabola(ds, ys)
     assert f["ok"] and f["bracketed"] and f["d_lo"] < 40 < f["d_hi"] and abs(f["d_opt"] - 40) < 4
     assert f["y_lo"] < 2.0 < f["y_hi"]
     assert not fit_parabola(ds, [-y for y in ys])["ok"]  # opens downwards: no minimum
-    p = fit_power([1e12, 3e12, 1e13], [20.0, 20 * 3 ** 0.3, 20 * 10 ** 0.3], [0.05, 0.05, 0.05])
+    p = fit_power([1e12, 3e12, 1e13], [20.0, 20 * 3**0.3, 20 * 10**0.3], [0.05, 0.05, 0.05])
     assert p["k"] == pytest.approx(0.3) and p["k_lo"] < 0.3 < p["k_hi"]
 
 
@@ -59,7 +77,9 @@ def test_tiny_isoflop_grid_end_to_end(cli, corpus, tmp_path):
     assert res.exit_code == 0, res.output
     with open(out / "runs.csv") as f:
         rows = list(csv.DictReader(f))
-    assert sorted((float(r["budget"]), int(r["dim"])) for r in rows) == [(b, d) for b in (2e9, 6e9) for d in (16, 32, 64)]
+    assert sorted((float(r["budget"]), int(r["dim"])) for r in rows) == [
+        (b, d) for b in (2e9, 6e9) for d in (16, 32, 64)
+    ]
     for r in rows:  # equal training FLOPs per budget to within half a step, one precision, the best checkpoint
         per_step_flops = float(r["train_flops"]) / int(r["steps"])
         assert abs(float(r["train_flops"]) - float(r["budget"])) <= per_step_flops / 2 + 1
@@ -93,8 +113,23 @@ def test_tiny_isoflop_grid_end_to_end(cli, corpus, tmp_path):
     assert after["test_bpb"] == before["test_bpb"] and json.loads((run / "provenance.json").read_text())["resumed"]
 
     # other settings in the same folder are refused
-    res = cli(["lm", "isoflop", "--corpus", corpus, "--budgets", "2e9", "--dims", "16", *TINY[:-2], "--slices", "4",
-               "--out", out])
+    res = cli(
+        [
+            "lm",
+            "isoflop",
+            "--corpus",
+            corpus,
+            "--budgets",
+            "2e9",
+            "--dims",
+            "16",
+            *TINY[:-2],
+            "--slices",
+            "4",
+            "--out",
+            out,
+        ]
+    )
     assert res.exit_code == 1 and "other settings" in res.output
 
 
@@ -102,8 +137,25 @@ def test_tiny_isoflop_grid_end_to_end(cli, corpus, tmp_path):
 def test_parallel_workers_train_the_same_runs(cli, corpus, tmp_path):
     """--parallel 2: two worker processes (spawned, one torch thread each); their provenance says so."""
     out = tmp_path / "par"
-    res = cli(["lm", "isoflop", "--corpus", corpus, "--budgets", "2e9", "--dims", "16,32", *TINY, "--parallel", "2",
-               "--kn-orders", "", "--out", out])
+    res = cli(
+        [
+            "lm",
+            "isoflop",
+            "--corpus",
+            corpus,
+            "--budgets",
+            "2e9",
+            "--dims",
+            "16,32",
+            *TINY,
+            "--parallel",
+            "2",
+            "--kn-orders",
+            "",
+            "--out",
+            out,
+        ]
+    )
     assert res.exit_code == 0, res.output
     provs = [json.loads(p.read_text()) for p in out.glob("C2e9/*/provenance.json")]
     assert len(provs) == 2 and all(p["parallel"] == 2 and p["threads"] == 1 for p in provs)
@@ -112,8 +164,27 @@ def test_parallel_workers_train_the_same_runs(cli, corpus, tmp_path):
 @pytest.mark.slow
 def test_token_curve_gives_every_d_the_same_tokens_and_stops_early(cli, corpus, tmp_path):
     out = tmp_path / "tok"
-    res = cli(["lm", "token-curve", "--corpus", corpus, "--tokens", str(40 * 8 * 32), "--dims", "16,32", *TINY[:-2],
-               "--slices", "8", "--patience", "1", "--kn-orders", "3", "--out", out])
+    res = cli(
+        [
+            "lm",
+            "token-curve",
+            "--corpus",
+            corpus,
+            "--tokens",
+            str(40 * 8 * 32),
+            "--dims",
+            "16,32",
+            *TINY[:-2],
+            "--slices",
+            "8",
+            "--patience",
+            "1",
+            "--kn-orders",
+            "3",
+            "--out",
+            out,
+        ]
+    )
     assert res.exit_code == 0, res.output
     rows = json.loads((out / "isoflop.json").read_text())["rows"]
     assert [r["dim"] for r in sorted(rows, key=lambda r: r["dim"])] == [16, 32]
@@ -121,19 +192,22 @@ def test_token_curve_gives_every_d_the_same_tokens_and_stops_early(cli, corpus, 
     assert (out / "token_curve.png").exists()
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--budgets", "0"], "--budgets must be positive"),
-    (["--budgets", "-1e12"], "--budgets must be positive"),
-    (["--budgets", ""], "--budgets is empty"),
-    (["--budgets", "1e12,abc"], "comma-separated numbers"),
-    (["--dims", ""], "--dims is empty"),
-    (["--dims", ","], "--dims is empty"),
-    (["--dims", "100"], "d=100 is not divisible by heads=8"),
-    (["--dims", "64", "--heads", "3"], "d=64 is not divisible by heads=3"),
-    (["--dims", "0"], "--dims must be positive"),
-    (["--lr-factors", "0"], "--lr-factors must be positive"),
-    (["--precision", "auto"], "one precision for every d"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--budgets", "0"], "--budgets must be positive"),
+        (["--budgets", "-1e12"], "--budgets must be positive"),
+        (["--budgets", ""], "--budgets is empty"),
+        (["--budgets", "1e12,abc"], "comma-separated numbers"),
+        (["--dims", ""], "--dims is empty"),
+        (["--dims", ","], "--dims is empty"),
+        (["--dims", "100"], "d=100 is not divisible by heads=8"),
+        (["--dims", "64", "--heads", "3"], "d=64 is not divisible by heads=3"),
+        (["--dims", "0"], "--dims must be positive"),
+        (["--lr-factors", "0"], "--lr-factors must be positive"),
+        (["--precision", "auto"], "one precision for every d"),
+    ],
+)
 def test_bad_isoflop_options_give_one_line_errors(cli, tmp_path, extra, message):
     res = cli(["lm", "isoflop", "--out", tmp_path / "g", *extra])
     assert res.exit_code == 1 and message in res.output and len(res.output.strip().splitlines()) == 1, res.output

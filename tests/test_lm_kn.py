@@ -1,4 +1,5 @@
 """Interpolated modified Kneser-Ney: a hand-checked example, the count-of-counts discounts, NLTK agreement, wiki-lm."""
+
 import math
 import re
 
@@ -14,8 +15,8 @@ def test_discounts_from_count_of_counts_by_hand():
     d1, d2, d3 = discounts(counts)
     y = 5 / 9
     assert d1 == pytest.approx(1 - 2 * y * 4 / 10)  # 0.5556
-    assert d2 == pytest.approx(2 - 3 * y * 2 / 4)   # 1.1667
-    assert d3 == pytest.approx(3 - 4 * y * 1 / 2)   # 1.8889
+    assert d2 == pytest.approx(2 - 3 * y * 2 / 4)  # 1.1667
+    assert d3 == pytest.approx(3 - 4 * y * 1 / 2)  # 1.8889
 
 
 def test_modified_kn_bigram_by_hand():
@@ -77,7 +78,7 @@ def test_single_discount_mode_matches_nltk_kneser_ney_interpolated(order, data_d
     held_t = np.arange(order - 1, len(held), 10)
     for stream, targets in ((ids, seen_t), (held, held_t)):
         ours = kn.probs(stream, targets)
-        theirs = [lm.score(names[stream[t]], tuple(names[i] for i in stream[t - order + 1:t])) for t in targets]
+        theirs = [lm.score(names[stream[t]], tuple(names[i] for i in stream[t - order + 1 : t])) for t in targets]
         np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12)
 
 

@@ -1,4 +1,5 @@
 """rag.lm.model: parameter accounting against the real module, tying, positions, causality, `rag lm info`."""
+
 import json
 
 import pytest
@@ -101,7 +102,8 @@ def test_chunked_linear_cross_entropy_matches_plain_cross_entropy(mm_dtype):
 def test_bench_runs_reference_and_ours_side_by_side():
     from rag.lm.bench import run_bench
 
-    res = run_bench(dims=(32,), layers=1, heads=2, context=16, batch=2, vocab=200, threads=1, steps=1, warmup=1,
-                    peak_seconds=0.2)
+    res = run_bench(
+        dims=(32,), layers=1, heads=2, context=16, batch=2, vocab=200, threads=1, steps=1, warmup=1, peak_seconds=0.2
+    )
     row = res["rows"][0]
     assert row.ref_tokens_per_s > 0 and row.ours_tokens_per_s > 0 and row.ratio > 0 and res["peak_fp32_gflops"] > 0

@@ -1,4 +1,5 @@
 """`rag lm sweep` end to end on a real wiki-lm slice: compute- and token-matched budgets, baselines, report, bad input."""
+
 import csv
 import json
 
@@ -6,8 +7,26 @@ import pytest
 
 from rag.lm.sweep import COLUMNS
 
-TINY = ["--layers", "1", "--heads", "2", "--vocab", "400", "--context", "32", "--batch", "8", "--threads", "1",
-        "--precision", "fp32", "--eval-tokens", "1024", "--slices", "3"]
+TINY = [
+    "--layers",
+    "1",
+    "--heads",
+    "2",
+    "--vocab",
+    "400",
+    "--context",
+    "32",
+    "--batch",
+    "8",
+    "--threads",
+    "1",
+    "--precision",
+    "fp32",
+    "--eval-tokens",
+    "1024",
+    "--slices",
+    "3",
+]
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +59,15 @@ def test_compute_matched_sweep_gives_every_d_the_same_flops_and_reports_baseline
     assert base["unigram"]["test_ppl"] > base["bigram"]["test_ppl"] > base["trigram"]["test_ppl"]
     assert data["rows"][0]["baselines"] == data["rows"][1]["baselines"]  # scored on the same targets
     report = (out / "report.md").read_text()
-    for png in ("val_ppl_vs_d.png", "bpb_vs_d.png", "compute_frontier.png", "loss_curves.png", "epoch_time_vs_d.png",
-                "peak_mem_vs_d.png", "params_vs_d.png"):
+    for png in (
+        "val_ppl_vs_d.png",
+        "bpb_vs_d.png",
+        "compute_frontier.png",
+        "loss_curves.png",
+        "epoch_time_vs_d.png",
+        "peak_mem_vs_d.png",
+        "params_vs_d.png",
+    ):
         assert (out / png).stat().st_size > 1000 and png in report
     assert "compute-matched, 2GFLOPs per d" in report and "bigram" in report and "MFU bf16 peak" in report
     assert "stops improving" not in report
@@ -73,7 +99,7 @@ def test_budget_tokens_with_minutes_is_refused_with_a_hint(cli, corpus, tmp_path
 
 def test_estimate_over_two_hours_asks_for_yes_and_leaves_no_plan(cli, corpus, tmp_path):
     out = tmp_path / "long"
-    res = sweep(cli, corpus, out, "--budget", "tokens", "--tokens", 10 ** 10)
+    res = sweep(cli, corpus, out, "--budget", "tokens", "--tokens", 10**10)
     assert res.exit_code == 1 and "estimated time" in res.output and "--yes" in res.output
     assert not (out / "sweep.json").exists()
 
@@ -85,13 +111,21 @@ def test_failed_sweep_leaves_no_stray_plan(cli, corpus, tmp_path):
     assert not (out / "sweep.json").exists()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--tokens", "0"], "greater than or equal to 1"), (["--epochs", "0"], "--epochs must be greater than 0"),
-    (["--minutes", "-1"], "--minutes must be greater than 0"), (["--heads", "0"], "greater than or equal to 1"),
-    (["--batch", "0"], "greater than or equal to 1"), (["--lr", "-1"], "--lr must be greater than 0"),
-    (["--threads", "-1"], "greater than or equal to 1"), (["--vocab", "10"], "greater than or equal to 257"),
-    (["--dims", "128,x"], "--dims"), (["--flops", "0"], "greater than or equal to 1"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--tokens", "0"], "greater than or equal to 1"),
+        (["--epochs", "0"], "--epochs must be greater than 0"),
+        (["--minutes", "-1"], "--minutes must be greater than 0"),
+        (["--heads", "0"], "greater than or equal to 1"),
+        (["--batch", "0"], "greater than or equal to 1"),
+        (["--lr", "-1"], "--lr must be greater than 0"),
+        (["--threads", "-1"], "greater than or equal to 1"),
+        (["--vocab", "10"], "greater than or equal to 257"),
+        (["--dims", "128,x"], "--dims"),
+        (["--flops", "0"], "greater than or equal to 1"),
+    ],
+)
 def test_bad_numbers_get_one_clear_line(cli, corpus, tmp_path, args, message):
     budget = ["--budget", "tokens"] if args[0] in ("--tokens", "--epochs") else []
     res = cli(["lm", "sweep", "--corpus", corpus, "--out", tmp_path / "o", *budget, *args])
@@ -130,10 +164,12 @@ def test_corrupt_sweep_plan_names_the_file(cli, corpus, tmp_path):
 def test_stats_helpers():
     from rag.lm.stats import budget_title, fit_exponent
 
-    assert fit_exponent([128, 256, 512, 1024], [3 * d ** 1.7 for d in (128, 256, 512, 1024)]) == pytest.approx(1.7)
+    assert fit_exponent([128, 256, 512, 1024], [3 * d**1.7 for d in (128, 256, 512, 1024)]) == pytest.approx(1.7)
     assert budget_title({"budget": "compute", "flops_per_d": 7e13}) == "compute-matched, 70TFLOPs per d"
-    assert budget_title({"budget": "tokens", "tokens_per_d": {"128": 2_000_000, "256": 2_000_000}}) == \
-        "token-matched, 2M tokens per d"
+    assert (
+        budget_title({"budget": "tokens", "tokens_per_d": {"128": 2_000_000, "256": 2_000_000}})
+        == "token-matched, 2M tokens per d"
+    )
 
 
 def test_no_import_cycle_between_report_and_sweep():

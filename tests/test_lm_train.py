@@ -1,4 +1,5 @@
 """rag.lm.train: a tiny GPT learns on real wiki-lm text, resumes after a real kill, DDP ranks agree, bad input."""
+
 import json
 import math
 import os
@@ -34,16 +35,57 @@ def read_state_or_none(run):
 
 
 def tiny_config(corpus, out, **kw) -> TrainConfig:
-    base = dict(corpus=str(corpus), out=str(out), model=GPTConfig(**TINY), batch=BATCH, tokens=STEPS * BATCH * 32,
-                threads=1, precision="fp32", compile="off", eval_tokens=2048, slice_eval_tokens=512, samples=1, lr=3e-3)
+    base = dict(
+        corpus=str(corpus),
+        out=str(out),
+        model=GPTConfig(**TINY),
+        batch=BATCH,
+        tokens=STEPS * BATCH * 32,
+        threads=1,
+        precision="fp32",
+        compile="off",
+        eval_tokens=2048,
+        slice_eval_tokens=512,
+        samples=1,
+        lr=3e-3,
+    )
     base.update(kw)
     return TrainConfig(**base)
 
 
 def cli_args(corpus, out, *extra):
-    return ["train", "--corpus", str(corpus), "--dim", "32", "--layers", "2", "--heads", "2", "--vocab", "500",
-            "--context", "32", "--batch", str(BATCH), "--tokens", str(STEPS * BATCH * 32), "--threads", "1",
-            "--precision", "fp32", "--compile", "off", "--eval-tokens", "2048", "--lr", "3e-3", "--out", str(out), *extra]
+    return [
+        "train",
+        "--corpus",
+        str(corpus),
+        "--dim",
+        "32",
+        "--layers",
+        "2",
+        "--heads",
+        "2",
+        "--vocab",
+        "500",
+        "--context",
+        "32",
+        "--batch",
+        str(BATCH),
+        "--tokens",
+        str(STEPS * BATCH * 32),
+        "--threads",
+        "1",
+        "--precision",
+        "fp32",
+        "--compile",
+        "off",
+        "--eval-tokens",
+        "2048",
+        "--lr",
+        "3e-3",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +105,9 @@ def test_validation_loss_drops_within_200_steps(corpus, reference_run):
 
     out, result = reference_run
     torch.manual_seed(1337)
-    untrained = evaluate(GPT(GPTConfig(**TINY)), prepare(str(corpus), 500).ids["valid"], Runtime("cpu", "fp32", False),
-                         BATCH, 2048)
+    untrained = evaluate(
+        GPT(GPTConfig(**TINY)), prepare(str(corpus), 500).ids["valid"], Runtime("cpu", "fp32", False), BATCH, 2048
+    )
     assert untrained == pytest.approx(math.log(500), abs=0.3)  # init keeps the first loss near ln V
     assert result["val_loss"] < untrained - 1.0, (untrained, result["val_loss"])
     assert result["tokens_seen"] == STEPS * BATCH * 32 and result["embedding_params"] == 500 * 32
@@ -75,8 +118,13 @@ def test_validation_loss_drops_within_200_steps(corpus, reference_run):
 def test_resume_after_kill_continues_the_curve(corpus, reference_run, tmp_path):
     out = tmp_path / "killed"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "rag.commands.lm", *cli_args(corpus, out, "--json")],
-                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rag.commands.lm", *cli_args(corpus, out, "--json")],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.time() + 600  # generous: the machine may be shared
     while time.time() < deadline and proc.poll() is None:  # kill once a checkpoint exists and more steps ran
         if read_state_or_none(out) and len(read_curve(out)) >= 60:
@@ -112,7 +160,7 @@ def test_nan_loss_stops_naming_d_and_step(corpus, tmp_path):
 
 
 def test_out_of_memory_names_d_and_suggests_smaller_batch(corpus, tmp_path):
-    cfg = tiny_config(corpus, tmp_path / "oom", model=GPTConfig(vocab=500, dim=2 ** 18, layers=1, heads=1, context=32))
+    cfg = tiny_config(corpus, tmp_path / "oom", model=GPTConfig(vocab=500, dim=2**18, layers=1, heads=1, context=32))
     with pytest.raises(RagError, match=r"out of memory at d=262144 .*reduce --batch"):
         train(cfg)
 
@@ -122,7 +170,9 @@ def test_cli_refuses_bad_d_before_training(corpus, tmp_path):
 
     from rag.commands.lm import app
 
-    res = CliRunner().invoke(app, ["train", "--corpus", str(corpus), "--dim", "36", "--heads", "8", "--out", str(tmp_path / "x")])
+    res = CliRunner().invoke(
+        app, ["train", "--corpus", str(corpus), "--dim", "36", "--heads", "8", "--out", str(tmp_path / "x")]
+    )
     assert res.exit_code == 1 and "d=36 is not divisible by heads=8" in res.output
     assert not (tmp_path / "x").exists()
 
@@ -132,8 +182,23 @@ def test_ddp_two_processes_hold_identical_weights(corpus, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     args = cli_args(corpus, out, "--json")
     args[args.index("--tokens") + 1] = str(12 * BATCH * 32 * 2)  # 12 steps on each of 2 ranks
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                           "-m", "rag.commands.lm", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            "-m",
+            "rag.commands.lm",
+            *args,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     r0, r1 = (out / "ddp" / "rank0.sha256").read_text(), (out / "ddp" / "rank1.sha256").read_text()
     assert r0 == r1
@@ -151,8 +216,10 @@ def test_result_carries_baselines_bits_per_byte_and_both_mfus(reference_run):
     assert "test_ppl_per_word" not in result
 
 
-@pytest.mark.parametrize("victim, content", [("ckpt/state.json", "{trunc"), ("ckpt/model.safetensors", "garbage"),
-                                             ("ckpt/optimizer.pt", "garbage")])
+@pytest.mark.parametrize(
+    "victim, content",
+    [("ckpt/state.json", "{trunc"), ("ckpt/model.safetensors", "garbage"), ("ckpt/optimizer.pt", "garbage")],
+)
 def test_corrupt_checkpoint_is_one_line_naming_the_file(cli, corpus, reference_run, tmp_path, victim, content):
     import shutil
 
@@ -171,7 +238,7 @@ def test_scaled_init_draws_weights_with_std_one_over_sqrt_d():
     from rag.lm.model import GPT
 
     torch.manual_seed(0)
-    for init, want in (("gpt2", 0.02), ("scaled", 64 ** -0.5)):
+    for init, want in (("gpt2", 0.02), ("scaled", 64**-0.5)):
         model = GPT(GPTConfig(vocab=500, dim=64, layers=2, heads=2, context=32, init=init))
         assert model.wte.weight.std().item() == pytest.approx(want, rel=0.05)
         assert model.blocks[0].fc.weight.std().item() == pytest.approx(want, rel=0.05)
@@ -179,11 +246,16 @@ def test_scaled_init_draws_weights_with_std_one_over_sqrt_d():
         GPTConfig(init="xavier").check()
 
 
-@pytest.mark.parametrize("args, message", [(["--epochs", "0"], "--epochs must be greater than 0"),
-                                           (["--minutes", "0"], "--minutes must be greater than 0"),
-                                           (["--lr", "-1"], "--lr must be greater than 0"),
-                                           (["--batch", "0"], "greater than or equal to 1"),
-                                           (["--vocab", "10"], "greater than or equal to 257")])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--epochs", "0"], "--epochs must be greater than 0"),
+        (["--minutes", "0"], "--minutes must be greater than 0"),
+        (["--lr", "-1"], "--lr must be greater than 0"),
+        (["--batch", "0"], "greater than or equal to 1"),
+        (["--vocab", "10"], "greater than or equal to 257"),
+    ],
+)
 def test_train_refuses_bad_numbers(cli, corpus, tmp_path, args, message):
     res = cli(["lm", "train", "--corpus", corpus, "--out", tmp_path / "o", *args])
     assert res.exit_code != 0 and message in res.output, res.output
@@ -194,9 +266,37 @@ def test_train_refuses_bad_numbers(cli, corpus, tmp_path, args, message):
 @pytest.mark.slow
 def test_lr_scan_writes_verdicts_per_d(cli, corpus, tmp_path):
     out = tmp_path / "scan"
-    res = cli(["lm", "lr-scan", "--corpus", corpus, "--dims", "16,32", "--factors", "0.5,1", "--tokens", 6 * 8 * 32,
-               "--layers", "1", "--heads", "2", "--vocab", "500", "--context", "32", "--batch", "8",
-               "--eval-tokens", "1024", "--threads", "1", "--out", out, "--json"])
+    res = cli(
+        [
+            "lm",
+            "lr-scan",
+            "--corpus",
+            corpus,
+            "--dims",
+            "16,32",
+            "--factors",
+            "0.5,1",
+            "--tokens",
+            6 * 8 * 32,
+            "--layers",
+            "1",
+            "--heads",
+            "2",
+            "--vocab",
+            "500",
+            "--context",
+            "32",
+            "--batch",
+            "8",
+            "--eval-tokens",
+            "1024",
+            "--threads",
+            "1",
+            "--out",
+            out,
+            "--json",
+        ]
+    )
     assert res.exit_code == 0, res.output
     scan = json.loads(res.output)
     assert len(scan["results"]) == 4 and len(scan["verdicts"]) == 2

@@ -2,6 +2,7 @@
 
 Also runnable as `torchrun --nproc_per_node=2 -m rag.commands.lm train ...` for DDP.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -10,10 +11,13 @@ import typer
 
 from rag.commands.common import console, err_console, handle_errors, print_json
 
-app = typer.Typer(help="Train GPT language models at several embedding dimensions d (the d-sweep).",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Train GPT language models at several embedding dimensions d (the d-sweep).", no_args_is_help=True
+)
 
-CORPUS_HELP = "wiki-lm (in RAG_DATA_DIR), wikitext-2 (downloaded if missing), or a folder with wiki.{train,valid,test}.raw"
+CORPUS_HELP = (
+    "wiki-lm (in RAG_DATA_DIR), wikitext-2 (downloaded if missing), or a folder with wiki.{train,valid,test}.raw"
+)
 
 
 @contextmanager
@@ -22,11 +26,24 @@ def training_bars(enabled: bool = True):
     if not enabled:
         yield None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("loss {task.fields[loss]:.3f} · {task.fields[rate]:.0f} tok/s"),
-                   TimeElapsedColumn(), TimeRemainingColumn(), console=err_console)
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]:.3f} · {task.fields[rate]:.0f} tok/s"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+    )
     tasks: dict[int, int] = {}
 
     def update(event: dict) -> None:
@@ -44,29 +61,79 @@ def training_bars(enabled: bool = True):
             bar.stop()
 
 
-def _base(corpus, dim, layers, heads, vocab, context, tie, pos, epochs, tokens, minutes, batch, lr, seed, threads,
-          precision, compile, eval_tokens, resume, out, slices=4, init="gpt2"):
+def _base(
+    corpus,
+    dim,
+    layers,
+    heads,
+    vocab,
+    context,
+    tie,
+    pos,
+    epochs,
+    tokens,
+    minutes,
+    batch,
+    lr,
+    seed,
+    threads,
+    precision,
+    compile,
+    eval_tokens,
+    resume,
+    out,
+    slices=4,
+    init="gpt2",
+):
     from rag.config import RagError
     from rag.lm.sweep import default_base
 
     for name, value in (("--epochs", epochs), ("--minutes", minutes), ("--lr", lr)):
         if value is not None and not value > 0:
             raise RagError(f"{name} must be greater than 0, got {value:g}")
-    return default_base(corpus=corpus, dim=dim, layers=layers, heads=heads, vocab=vocab, context=context, tie=tie,
-                        pos=pos, epochs=epochs, tokens=tokens, minutes=minutes, batch=batch, lr=lr, seed=seed,
-                        threads=threads, precision=precision, compile=compile, init=init,
-                        eval_tokens=eval_tokens or None, resume=resume, out=out, slices=slices)
+    return default_base(
+        corpus=corpus,
+        dim=dim,
+        layers=layers,
+        heads=heads,
+        vocab=vocab,
+        context=context,
+        tie=tie,
+        pos=pos,
+        epochs=epochs,
+        tokens=tokens,
+        minutes=minutes,
+        batch=batch,
+        lr=lr,
+        seed=seed,
+        threads=threads,
+        precision=precision,
+        compile=compile,
+        init=init,
+        eval_tokens=eval_tokens or None,
+        resume=resume,
+        out=out,
+        slices=slices,
+    )
 
 
 def _row_line(r: dict) -> str:
     b = r.get("baselines", {})
-    base = (f"; baselines test ppl: unigram {b['unigram']['test_ppl']:.0f}, bigram {b['bigram']['test_ppl']:.1f}, "
-            f"trigram {b['trigram']['test_ppl']:.1f}") if b else ""
+    base = (
+        (
+            f"; baselines test ppl: unigram {b['unigram']['test_ppl']:.0f}, bigram {b['bigram']['test_ppl']:.1f}, "
+            f"trigram {b['trigram']['test_ppl']:.1f}"
+        )
+        if b
+        else ""
+    )
     bf16 = f", {100 * r['mfu_bf16']:.1f}% of bf16 peak" if r.get("mfu_bf16") is not None else ""
-    return (f"d={r['dim']}: params {r['params']:,} (embedding {r['embedding_params']:,}), {r['tokens_seen']:,} tokens, "
-            f"val ppl {r['val_ppl']:.2f}, test ppl {r['test_ppl']:.2f} ({r['test_bpb']:.3f} bits/byte){base}; "
-            f"{r['tokens_per_s']:.0f} tok/s, peak mem {r['peak_mem_bytes'] / 2**20:.0f} MiB, "
-            f"MFU {100 * r['mfu_fp32']:.1f}% of fp32 peak{bf16}")
+    return (
+        f"d={r['dim']}: params {r['params']:,} (embedding {r['embedding_params']:,}), {r['tokens_seen']:,} tokens, "
+        f"val ppl {r['val_ppl']:.2f}, test ppl {r['test_ppl']:.2f} ({r['test_bpb']:.3f} bits/byte){base}; "
+        f"{r['tokens_per_s']:.0f} tok/s, peak mem {r['peak_mem_bytes'] / 2**20:.0f} MiB, "
+        f"MFU {100 * r['mfu_fp32']:.1f}% of fp32 peak{bf16}"
+    )
 
 
 def _positive_out(out: str) -> str:
@@ -86,32 +153,59 @@ INIT_HELP = "gpt2: weights ~ N(0, 0.02); scaled: N(0, 1/sqrt(d))."
 
 @app.command("train")
 @handle_errors
-def train_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
-              dim: int = typer.Option(256, min=1, help="Embedding dimension d."),
-              layers: int = typer.Option(6, min=1), heads: int = typer.Option(8, min=1),
-              vocab: int = typer.Option(10000, min=257, max=65535, help="BPE vocabulary size V."),
-              context: int = typer.Option(128, min=2, help="Context length T."),
-              tie: bool = typer.Option(True, "--tie/--no-tie", help="Tie the output head to the input embedding."),
-              pos: str = typer.Option("learned", help="learned, sinusoidal or rope."),
-              init: str = typer.Option("gpt2", help=INIT_HELP),
-              epochs: float = typer.Option(None, help="Passes over the train split (default 1 if no budget is given)."),
-              tokens: int = typer.Option(None, min=1, help=TOKENS_HELP),
-              minutes: float = typer.Option(None, help="Time budget (converted to steps from a measured rate)."),
-              batch: int = typer.Option(16, min=1), lr: float = typer.Option(None, help="Peak LR (default 2e-3·sqrt(128/d))."),
-              seed: int = typer.Option(1337), threads: int = typer.Option(None, min=1, help="torch threads (default: all)."),
-              precision: str = typer.Option("auto", help=PRECISION_HELP),
-              compile: str = typer.Option("auto", help="torch.compile: auto (GPU only), on, off."),
-              eval_tokens: int = typer.Option(32768, min=0, help="Valid/test tokens scored at the end (0: whole split)."),
-              slices: int = typer.Option(4, min=1, help="Checkpoints per run (at least one per epoch)."),
-              resume: bool = typer.Option(False, "--resume", help="Continue the run in --out after a kill."),
-              out: str = typer.Option(..., help="Run directory (checkpoints, curve, result.json)."),
-              as_json: bool = typer.Option(False, "--json", help="Print the result row as JSON.")):
+def train_cmd(
+    corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
+    dim: int = typer.Option(256, min=1, help="Embedding dimension d."),
+    layers: int = typer.Option(6, min=1),
+    heads: int = typer.Option(8, min=1),
+    vocab: int = typer.Option(10000, min=257, max=65535, help="BPE vocabulary size V."),
+    context: int = typer.Option(128, min=2, help="Context length T."),
+    tie: bool = typer.Option(True, "--tie/--no-tie", help="Tie the output head to the input embedding."),
+    pos: str = typer.Option("learned", help="learned, sinusoidal or rope."),
+    init: str = typer.Option("gpt2", help=INIT_HELP),
+    epochs: float = typer.Option(None, help="Passes over the train split (default 1 if no budget is given)."),
+    tokens: int = typer.Option(None, min=1, help=TOKENS_HELP),
+    minutes: float = typer.Option(None, help="Time budget (converted to steps from a measured rate)."),
+    batch: int = typer.Option(16, min=1),
+    lr: float = typer.Option(None, help="Peak LR (default 2e-3·sqrt(128/d))."),
+    seed: int = typer.Option(1337),
+    threads: int = typer.Option(None, min=1, help="torch threads (default: all)."),
+    precision: str = typer.Option("auto", help=PRECISION_HELP),
+    compile: str = typer.Option("auto", help="torch.compile: auto (GPU only), on, off."),
+    eval_tokens: int = typer.Option(32768, min=0, help="Valid/test tokens scored at the end (0: whole split)."),
+    slices: int = typer.Option(4, min=1, help="Checkpoints per run (at least one per epoch)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out after a kill."),
+    out: str = typer.Option(..., help="Run directory (checkpoints, curve, result.json)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result row as JSON."),
+):
     """Train one model and print its figures next to the unigram/bigram/trigram baselines."""
     from rag.lm.sweep import check_out
     from rag.lm.train import train
 
-    cfg = _base(corpus, dim, layers, heads, vocab, context, tie, pos, epochs, tokens, minutes, batch, lr, seed,
-                threads, precision, compile, eval_tokens, resume, _positive_out(out), slices, init)
+    cfg = _base(
+        corpus,
+        dim,
+        layers,
+        heads,
+        vocab,
+        context,
+        tie,
+        pos,
+        epochs,
+        tokens,
+        minutes,
+        batch,
+        lr,
+        seed,
+        threads,
+        precision,
+        compile,
+        eval_tokens,
+        resume,
+        _positive_out(out),
+        slices,
+        init,
+    )
     import os
     from pathlib import Path
 
@@ -133,28 +227,40 @@ def train_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
 
 @app.command("sweep")
 @handle_errors
-def sweep_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
-              dims: str = typer.Option("128,256,512,1024", help="Comma-separated list of d."),
-              layers: int = typer.Option(6, min=1), heads: int = typer.Option(8, min=1),
-              vocab: int = typer.Option(10000, min=257, max=65535),
-              context: int = typer.Option(128, min=2), tie: bool = typer.Option(True, "--tie/--no-tie"),
-              pos: str = typer.Option("learned"), init: str = typer.Option("gpt2", help=INIT_HELP),
-              budget: str = typer.Option("auto", help="compute (same training FLOPs per d; default on CPU) or "
-                                                       "tokens (same tokens/epochs per d; default on GPU)."),
-              minutes: float = typer.Option(None, help="compute budget: size the FLOPs per d so the sweep fits this "
-                                                       "(default 25)."),
-              flops: float = typer.Option(None, min=1, help="compute budget: training FLOPs per d, given directly."),
-              epochs: float = typer.Option(None, help="tokens budget: passes over the train split for every d (default 1)."),
-              tokens: int = typer.Option(None, min=1, help="tokens budget: training tokens for every d."),
-              batch: int = typer.Option(16, min=1), lr: float = typer.Option(None, help="Peak LR (default 2e-3·sqrt(128/d))."),
-              seed: int = typer.Option(1337), threads: int = typer.Option(None, min=1),
-              precision: str = typer.Option("auto", help=PRECISION_HELP), compile: str = typer.Option("auto"),
-              eval_tokens: int = typer.Option(16384, min=0, help="Valid/test tokens scored per d (0: whole split)."),
-              slices: int = typer.Option(8, min=1, help="Validation points (and checkpoints) per d."),
-              resume: bool = typer.Option(False, "--resume", help="Skip finished d, resume the interrupted one."),
-              yes: bool = typer.Option(False, "--yes", help="Run even if the estimate exceeds two hours."),
-              out: str = typer.Option("results/lm", help="Sweep directory (one run folder per d)."),
-              as_json: bool = typer.Option(False, "--json")):
+def sweep_cmd(
+    corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
+    dims: str = typer.Option("128,256,512,1024", help="Comma-separated list of d."),
+    layers: int = typer.Option(6, min=1),
+    heads: int = typer.Option(8, min=1),
+    vocab: int = typer.Option(10000, min=257, max=65535),
+    context: int = typer.Option(128, min=2),
+    tie: bool = typer.Option(True, "--tie/--no-tie"),
+    pos: str = typer.Option("learned"),
+    init: str = typer.Option("gpt2", help=INIT_HELP),
+    budget: str = typer.Option(
+        "auto",
+        help="compute (same training FLOPs per d; default on CPU) or "
+        "tokens (same tokens/epochs per d; default on GPU).",
+    ),
+    minutes: float = typer.Option(
+        None, help="compute budget: size the FLOPs per d so the sweep fits this (default 25)."
+    ),
+    flops: float = typer.Option(None, min=1, help="compute budget: training FLOPs per d, given directly."),
+    epochs: float = typer.Option(None, help="tokens budget: passes over the train split for every d (default 1)."),
+    tokens: int = typer.Option(None, min=1, help="tokens budget: training tokens for every d."),
+    batch: int = typer.Option(16, min=1),
+    lr: float = typer.Option(None, help="Peak LR (default 2e-3·sqrt(128/d))."),
+    seed: int = typer.Option(1337),
+    threads: int = typer.Option(None, min=1),
+    precision: str = typer.Option("auto", help=PRECISION_HELP),
+    compile: str = typer.Option("auto"),
+    eval_tokens: int = typer.Option(16384, min=0, help="Valid/test tokens scored per d (0: whole split)."),
+    slices: int = typer.Option(8, min=1, help="Validation points (and checkpoints) per d."),
+    resume: bool = typer.Option(False, "--resume", help="Skip finished d, resume the interrupted one."),
+    yes: bool = typer.Option(False, "--yes", help="Run even if the estimate exceeds two hours."),
+    out: str = typer.Option("results/lm", help="Sweep directory (one run folder per d)."),
+    as_json: bool = typer.Option(False, "--json"),
+):
     """Train every d under one budget; write results.csv/json, report.md and PNGs, baselines included."""
     from rag.config import RagError
     from rag.lm.stats import budget_title
@@ -162,36 +268,75 @@ def sweep_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
 
     mode = resolve_budget(budget)
     if mode == "tokens" and minutes is not None:
-        raise RagError("--minutes sizes a compute budget; with --budget tokens give --tokens or --epochs "
-                       "(or use --budget compute --minutes N)")
+        raise RagError(
+            "--minutes sizes a compute budget; with --budget tokens give --tokens or --epochs "
+            "(or use --budget compute --minutes N)"
+        )
     if mode == "compute" and (tokens is not None or epochs is not None):
-        raise RagError("--tokens/--epochs give a token budget; add --budget tokens, or use --minutes/--flops "
-                       "for a compute budget")
+        raise RagError(
+            "--tokens/--epochs give a token budget; add --budget tokens, or use --minutes/--flops for a compute budget"
+        )
     if mode == "compute" and minutes is None and flops is None:
         minutes = 25.0
     dim_list = parse_dims(dims)
-    cfg = _base(corpus, dim_list[0], layers, heads, vocab, context, tie, pos, epochs, tokens, minutes, batch, lr, seed,
-                threads, precision, compile, eval_tokens, resume, _positive_out(out), slices, init)
+    cfg = _base(
+        corpus,
+        dim_list[0],
+        layers,
+        heads,
+        vocab,
+        context,
+        tie,
+        pos,
+        epochs,
+        tokens,
+        minutes,
+        batch,
+        lr,
+        seed,
+        threads,
+        precision,
+        compile,
+        eval_tokens,
+        resume,
+        _positive_out(out),
+        slices,
+        init,
+    )
 
     def confirm(plan: dict) -> bool:
         err_console.print(f"estimated time: {plan['estimated_s'] / 3600:.1f} h ({plan['budget_rule']})")
         return yes
 
     with training_bars(not as_json) as progress:
-        summary = run_sweep(cfg, dim_list, out, minutes=minutes, progress=progress, budget=mode, flops=flops,
-                            confirm=confirm, on_result=None if as_json else lambda r: console.print(_row_line(r)))
+        summary = run_sweep(
+            cfg,
+            dim_list,
+            out,
+            minutes=minutes,
+            progress=progress,
+            budget=mode,
+            flops=flops,
+            confirm=confirm,
+            on_result=None if as_json else lambda r: console.print(_row_line(r)),
+        )
     if as_json:
         return print_json(summary)
-    console.print(f"{budget_title(summary['plan'])}; sweep took {summary['plan']['sweep_s'] / 60:.1f} min; "
-                  f"report: {summary['report']}")
+    console.print(
+        f"{budget_title(summary['plan'])}; sweep took {summary['plan']['sweep_s'] / 60:.1f} min; "
+        f"report: {summary['report']}"
+    )
 
 
 @app.command("report")
 @handle_errors
-def report_cmd(out: str = typer.Option("results/lm", help="A sweep directory."),
-               lr_scan: str = typer.Option(None, help="lr-scan directories to include (comma-separated)."),
-               init_runs: str = typer.Option(None, help="Run directories of one d and budget with each --init "
-                                                        "(comma-separated), tabulated side by side.")):
+def report_cmd(
+    out: str = typer.Option("results/lm", help="A sweep directory."),
+    lr_scan: str = typer.Option(None, help="lr-scan directories to include (comma-separated)."),
+    init_runs: str = typer.Option(
+        None, help="Run directories of one d and budget with each --init (comma-separated), tabulated side by side."
+    ),
+):
     """Redraw report.md, the tables and the plots of a (finished or partial) sweep."""
     from pathlib import Path
 
@@ -205,18 +350,24 @@ def report_cmd(out: str = typer.Option("results/lm", help="A sweep directory."),
 
 @app.command("lr-scan")
 @handle_errors
-def lr_scan_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
-                dims: str = typer.Option("128,1024", help="Comma-separated d (smallest and largest of the sweep)."),
-                factors: str = typer.Option("0.5,1,2", help="Multiples of the default LR rule 2e-3·sqrt(128/d)."),
-                flops: float = typer.Option(None, min=1, help="Training FLOPs per run (compute-matched across d)."),
-                tokens: int = typer.Option(None, min=1, help="Training tokens per run (instead of --flops)."),
-                layers: int = typer.Option(6, min=1), heads: int = typer.Option(8, min=1),
-                vocab: int = typer.Option(10000, min=257, max=65535), context: int = typer.Option(128, min=2),
-                batch: int = typer.Option(16, min=1), threads: int = typer.Option(None, min=1),
-                init: str = typer.Option("gpt2", help=INIT_HELP),
-                eval_tokens: int = typer.Option(16384, min=0), seed: int = typer.Option(1337),
-                out: str = typer.Option("results/lm_lr", help="Scan directory (resumable: finished runs are kept)."),
-                as_json: bool = typer.Option(False, "--json")):
+def lr_scan_cmd(
+    corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
+    dims: str = typer.Option("128,1024", help="Comma-separated d (smallest and largest of the sweep)."),
+    factors: str = typer.Option("0.5,1,2", help="Multiples of the default LR rule 2e-3·sqrt(128/d)."),
+    flops: float = typer.Option(None, min=1, help="Training FLOPs per run (compute-matched across d)."),
+    tokens: int = typer.Option(None, min=1, help="Training tokens per run (instead of --flops)."),
+    layers: int = typer.Option(6, min=1),
+    heads: int = typer.Option(8, min=1),
+    vocab: int = typer.Option(10000, min=257, max=65535),
+    context: int = typer.Option(128, min=2),
+    batch: int = typer.Option(16, min=1),
+    threads: int = typer.Option(None, min=1),
+    init: str = typer.Option("gpt2", help=INIT_HELP),
+    eval_tokens: int = typer.Option(16384, min=0),
+    seed: int = typer.Option(1337),
+    out: str = typer.Option("results/lm_lr", help="Scan directory (resumable: finished runs are kept)."),
+    as_json: bool = typer.Option(False, "--json"),
+):
     """Short runs at a few learning rates per d: is the default rule within 10% of the best loss found?"""
     from rag.config import RagError
     from rag.lm.lrscan import run_scan
@@ -230,8 +381,30 @@ def lr_scan_cmd(corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
         raise RagError(f"--factors must be comma-separated numbers like 0.5,1,2, got {factors!r}") from exc
     if not mults or min(mults) <= 0:
         raise RagError(f"--factors must be positive, got {factors!r}")
-    cfg = _base(corpus, 128, layers, heads, vocab, context, True, "learned", None, None, None, batch, None, seed, threads, "auto",
-                "auto", eval_tokens, False, _positive_out(out), 4, init)
+    cfg = _base(
+        corpus,
+        128,
+        layers,
+        heads,
+        vocab,
+        context,
+        True,
+        "learned",
+        None,
+        None,
+        None,
+        batch,
+        None,
+        seed,
+        threads,
+        "auto",
+        "auto",
+        eval_tokens,
+        False,
+        _positive_out(out),
+        4,
+        init,
+    )
     with training_bars(not as_json) as progress:
         scan = run_scan(cfg, parse_dims(dims), mults, out, flops=flops, tokens=tokens, progress=progress)
     if as_json:
@@ -252,10 +425,18 @@ def _grid_run(settings, budgets, dims, seeds, factors, out, parallel, threads, a
     from rag.lm.kn import grid_baselines
     from rag.lm.sweep import check_out
 
-    specs = specs_for(budgets, parse_list(dims, "--dims"), parse_list(seeds, "--seeds", positive=False),
-                      parse_list(factors, "--lr-factors", float))
+    specs = specs_for(
+        budgets,
+        parse_list(dims, "--dims"),
+        parse_list(seeds, "--seeds", positive=False),
+        parse_list(factors, "--lr-factors", float),
+    )
     check_out(Path(_positive_out(out)))
-    say = (lambda r: None) if as_json else (lambda r: console.print(f"{'reused' if r['reused'] else 'done'}: {r['name']}"))
+    say = (
+        (lambda r: None)
+        if as_json
+        else (lambda r: console.print(f"{'reused' if r['reused'] else 'done'}: {r['name']}"))
+    )
     run_grid(settings, specs, out, parallel=parallel, threads=threads, on_done=say)
     base = grid_baselines(settings, Path(out), parse_list(kn_orders, "--kn-orders")) if kn_orders else None
     data = summarize(out, base)
@@ -266,25 +447,31 @@ def _grid_run(settings, budgets, dims, seeds, factors, out, parallel, threads, a
     console.print(f"summary: {Path(out) / 'summary.md'}")
 
 
-O = typer.Option  # the grid commands' options, one line each where they fit
+Opt = typer.Option  # the grid commands' options, one line each where they fit
 
 
 @app.command("isoflop")
 @handle_errors
-def isoflop_cmd(budgets: str = O("1e12,3e12,1e13", help="Training FLOPs per run, comma-separated."),
-                dims: str = O("32,48,64,96,128,192,256", help="Comma-separated d."),
-                seeds: str = O("1337", help="Comma-separated seeds (each (budget, d) once per seed)."),
-                lr_factors: str = O("1", help="Multiples of the LR rule 2e-3·sqrt(128/d) (an LR check: 0.5,1,2)."),
-                corpus: str = O("wiki-lm", help=CORPUS_HELP), layers: int = O(6, min=1),
-                heads: int = O(8, min=1, help="Heads (fewer where d/heads < 8)."),
-                vocab: int = O(10000, min=257, max=65535), context: int = O(128, min=2), batch: int = O(16, min=1),
-                precision: str = O("fp32", help="fp32, bf16 or bf16-head: one for every d."),
-                eval_tokens: int = O(32768, min=256, help="Valid/test targets scored per run."),
-                slices: int = O(8, min=1, help="Validation checkpoints per run (the best is scored)."),
-                parallel: int = O(1, min=1, help="Runs at a time (worker processes)."),
-                threads: int = O(1, min=1, help="torch threads per run."),
-                kn_orders: str = O("3,4", help="Modified Kneser-Ney orders scored on the same targets ('' for none)."),
-                out: str = O("docs/lm/isoflop", help=GRID_HELP), as_json: bool = O(False, "--json")):
+def isoflop_cmd(
+    budgets: str = Opt("1e12,3e12,1e13", help="Training FLOPs per run, comma-separated."),
+    dims: str = Opt("32,48,64,96,128,192,256", help="Comma-separated d."),
+    seeds: str = Opt("1337", help="Comma-separated seeds (each (budget, d) once per seed)."),
+    lr_factors: str = Opt("1", help="Multiples of the LR rule 2e-3·sqrt(128/d) (an LR check: 0.5,1,2)."),
+    corpus: str = Opt("wiki-lm", help=CORPUS_HELP),
+    layers: int = Opt(6, min=1),
+    heads: int = Opt(8, min=1, help="Heads (fewer where d/heads < 8)."),
+    vocab: int = Opt(10000, min=257, max=65535),
+    context: int = Opt(128, min=2),
+    batch: int = Opt(16, min=1),
+    precision: str = Opt("fp32", help="fp32, bf16 or bf16-head: one for every d."),
+    eval_tokens: int = Opt(32768, min=256, help="Valid/test targets scored per run."),
+    slices: int = Opt(8, min=1, help="Validation checkpoints per run (the best is scored)."),
+    parallel: int = Opt(1, min=1, help="Runs at a time (worker processes)."),
+    threads: int = Opt(1, min=1, help="torch threads per run."),
+    kn_orders: str = Opt("3,4", help="Modified Kneser-Ney orders scored on the same targets ('' for none)."),
+    out: str = Opt("docs/lm/isoflop", help=GRID_HELP),
+    as_json: bool = Opt(False, "--json"),
+):
     """Iso-FLOP curves: train every d at every FLOP budget, fit a parabola in ln d per budget, then d_opt(C), loss(C)."""
     from rag.lm.isoflop import grid_settings, parse_budgets
 
@@ -294,27 +481,44 @@ def isoflop_cmd(budgets: str = O("1e12,3e12,1e13", help="Training FLOPs per run,
 
 @app.command("token-curve")
 @handle_errors
-def token_curve_cmd(tokens: int = O(..., min=1, help="Training tokens for every d."),
-                    dims: str = O("32,64,128,256", help="Comma-separated d."),
-                    patience: int = O(3, min=1, help="Early stopping: validation checks without improvement."),
-                    seeds: str = O("1337"), corpus: str = O("wiki-lm", help=CORPUS_HELP), layers: int = O(6, min=1),
-                    heads: int = O(8, min=1), vocab: int = O(10000, min=257, max=65535), context: int = O(128, min=2),
-                    batch: int = O(16, min=1), precision: str = O("fp32"), eval_tokens: int = O(32768, min=256),
-                    slices: int = O(12, min=1), parallel: int = O(1, min=1), threads: int = O(1, min=1),
-                    kn_orders: str = O("3,4"), out: str = O("docs/lm/token_curve", help=GRID_HELP),
-                    as_json: bool = O(False, "--json")):
+def token_curve_cmd(
+    tokens: int = Opt(..., min=1, help="Training tokens for every d."),
+    dims: str = Opt("32,64,128,256", help="Comma-separated d."),
+    patience: int = Opt(3, min=1, help="Early stopping: validation checks without improvement."),
+    seeds: str = Opt("1337"),
+    corpus: str = Opt("wiki-lm", help=CORPUS_HELP),
+    layers: int = Opt(6, min=1),
+    heads: int = Opt(8, min=1),
+    vocab: int = Opt(10000, min=257, max=65535),
+    context: int = Opt(128, min=2),
+    batch: int = Opt(16, min=1),
+    precision: str = Opt("fp32"),
+    eval_tokens: int = Opt(32768, min=256),
+    slices: int = Opt(12, min=1),
+    parallel: int = Opt(1, min=1),
+    threads: int = Opt(1, min=1),
+    kn_orders: str = Opt("3,4"),
+    out: str = Opt("docs/lm/token_curve", help=GRID_HELP),
+    as_json: bool = Opt(False, "--json"),
+):
     """Token-matched curve: every d sees the same training tokens; best validation bpb (early stopping) against d."""
     from rag.lm.isoflop import grid_settings
 
-    settings = grid_settings(corpus, vocab, layers, heads, context, batch, precision, eval_tokens, slices, "tokens",
-                             patience)
+    settings = grid_settings(
+        corpus, vocab, layers, heads, context, batch, precision, eval_tokens, slices, "tokens", patience
+    )
     _grid_run(settings, [float(tokens)], dims, seeds, "1", out, parallel, threads, as_json, kn_orders)
 
 
 @app.command("precision-probe")
 @handle_errors
-def precision_probe_cmd(dims: str = O("16,32,64,128,256"), threads: int = O(1, min=1), steps: int = O(5, min=3),
-                        out: str = O(None, help="Also write JSON here."), as_json: bool = O(False, "--json")):
+def precision_probe_cmd(
+    dims: str = Opt("16,32,64,128,256"),
+    threads: int = Opt(1, min=1),
+    steps: int = Opt(5, min=3),
+    out: str = Opt(None, help="Also write JSON here."),
+    as_json: bool = Opt(False, "--json"),
+):
     """fp32 against bf16 autocast training throughput at each d (how the grid's one precision was chosen)."""
     from rag.lm.isoflop import parse_list, precision_probe, probe_line
 
@@ -326,9 +530,14 @@ def precision_probe_cmd(dims: str = O("16,32,64,128,256"), threads: int = O(1, m
 
 @app.command("kn")
 @handle_errors
-def kn_cmd(corpus: str = O("wiki-lm", help=CORPUS_HELP), orders: str = O("3,4"), vocab: int = O(10000, min=257, max=65535),
-           context: int = O(128, min=2), eval_tokens: int = O(0, min=0, help="Valid/test targets (the LMs' first N; 0: all)."),
-           as_json: bool = O(False, "--json")):
+def kn_cmd(
+    corpus: str = Opt("wiki-lm", help=CORPUS_HELP),
+    orders: str = Opt("3,4"),
+    vocab: int = Opt(10000, min=257, max=65535),
+    context: int = Opt(128, min=2),
+    eval_tokens: int = Opt(0, min=0, help="Valid/test targets (the LMs' first N; 0: all)."),
+    as_json: bool = Opt(False, "--json"),
+):
     """Interpolated modified Kneser-Ney n-gram baselines (Chen & Goodman) in bits per byte on the LMs' targets."""
     from rag.lm.data import prepare
     from rag.lm.isoflop import parse_list
@@ -340,15 +549,22 @@ def kn_cmd(corpus: str = O("wiki-lm", help=CORPUS_HELP), orders: str = O("3,4"),
 
 @app.command("info")
 @handle_errors
-def info_cmd(dim: int = typer.Option(256), vocab: int = typer.Option(10000), layers: int = typer.Option(6),
-             heads: int = typer.Option(8), context: int = typer.Option(128),
-             tie: bool = typer.Option(True, "--tie/--no-tie"), pos: str = typer.Option("learned"),
-             as_json: bool = typer.Option(False, "--json")):
+def info_cmd(
+    dim: int = typer.Option(256),
+    vocab: int = typer.Option(10000),
+    layers: int = typer.Option(6),
+    heads: int = typer.Option(8),
+    context: int = typer.Option(128),
+    tie: bool = typer.Option(True, "--tie/--no-tie"),
+    pos: str = typer.Option("learned"),
+    as_json: bool = typer.Option(False, "--json"),
+):
     """Parameter, memory and FLOP accounting for one shape, without training."""
     from rag.lm.model import GPTConfig, accounting
 
-    acc = accounting(GPTConfig(vocab=vocab, dim=dim, layers=layers, heads=heads, context=context, tie=tie,
-                               pos=pos).check())
+    acc = accounting(
+        GPTConfig(vocab=vocab, dim=dim, layers=layers, heads=heads, context=context, tie=tie, pos=pos).check()
+    )
     if as_json:
         return print_json(acc)
     from rich.table import Table
@@ -357,41 +573,57 @@ def info_cmd(dim: int = typer.Option(256), vocab: int = typer.Option(10000), lay
     t.add_column("quantity")
     t.add_column("value", justify="right")
     f = acc["flops"]
-    for k, v in [("parameters", f"{acc['params']:,}"),
-                 ("embedding V·d", f"{acc['embedding_params']:,} ({100 * acc['embedding_share']:.1f}%)"),
-                 ("positions", f"{acc['position_params']:,}"), ("separate head", f"{acc['head_params']:,}"),
-                 ("weights fp32", f"{acc['bytes_fp32'] / 2**20:.1f} MiB"), ("weights fp16", f"{acc['bytes_fp16'] / 2**20:.1f} MiB"),
-                 ("train memory (weights+grads+Adam)", f"{acc['train_mem_est_bytes'] / 2**20:.1f} MiB"),
-                 ("1.5·√V heuristic d", f"{acc['heuristic_dim_1_5_sqrt_v']:.0f}"),
-                 ("attention FLOPs/token (fwd)", f"{f['attention_fwd']:,}"), ("  of which T·d scores", f"{f['attention_scores_fwd']:,}"),
-                 ("MLP FLOPs/token (fwd)", f"{f['mlp_fwd']:,}"), ("head FLOPs/token (fwd)", f"{f['head_fwd']:,}"),
-                 ("training FLOPs/token (3× fwd)", f"{f['train']:,}")]:
+    for k, v in [
+        ("parameters", f"{acc['params']:,}"),
+        ("embedding V·d", f"{acc['embedding_params']:,} ({100 * acc['embedding_share']:.1f}%)"),
+        ("positions", f"{acc['position_params']:,}"),
+        ("separate head", f"{acc['head_params']:,}"),
+        ("weights fp32", f"{acc['bytes_fp32'] / 2**20:.1f} MiB"),
+        ("weights fp16", f"{acc['bytes_fp16'] / 2**20:.1f} MiB"),
+        ("train memory (weights+grads+Adam)", f"{acc['train_mem_est_bytes'] / 2**20:.1f} MiB"),
+        ("1.5·√V heuristic d", f"{acc['heuristic_dim_1_5_sqrt_v']:.0f}"),
+        ("attention FLOPs/token (fwd)", f"{f['attention_fwd']:,}"),
+        ("  of which T·d scores", f"{f['attention_scores_fwd']:,}"),
+        ("MLP FLOPs/token (fwd)", f"{f['mlp_fwd']:,}"),
+        ("head FLOPs/token (fwd)", f"{f['head_fwd']:,}"),
+        ("training FLOPs/token (3× fwd)", f"{f['train']:,}"),
+    ]:
         t.add_row(k, v)
     console.print(t)
 
 
 @app.command("bench")
 @handle_errors
-def bench_cmd(dims: str = typer.Option("128,256,512,1024"), threads: int = typer.Option(2),
-              batch: int = typer.Option(16), steps: int = typer.Option(5, help="Timed steps per model (median)."),
-              compile: bool = typer.Option(False, "--compile/--no-compile", help="Also torch.compile our model."),
-              as_json: bool = typer.Option(False, "--json")):
+def bench_cmd(
+    dims: str = typer.Option("128,256,512,1024"),
+    threads: int = typer.Option(2),
+    batch: int = typer.Option(16),
+    steps: int = typer.Option(5, help="Timed steps per model (median)."),
+    compile: bool = typer.Option(False, "--compile/--no-compile", help="Also torch.compile our model."),
+    as_json: bool = typer.Option(False, "--json"),
+):
     """Time our training step against a plain nanoGPT-style fp32 reference, same shapes, same run."""
     from dataclasses import asdict
 
     from rag.lm.bench import run_bench
     from rag.lm.sweep import parse_dims
 
-    report = lambda r: None if as_json else console.print(  # noqa: E731
-        f"d={r.dim}: ref {r.ref_tokens_per_s:.0f} tok/s ({r.ref_gflops:.0f} GFLOP/s) · ours {r.ours_tokens_per_s:.0f} tok/s "
-        f"({r.ours_gflops:.0f} GFLOP/s, {r.ours_mode}) · ratio {r.ratio:.2f}× · {r.ours_pct_fp32_peak:.0f}% of fp32 peak, "
-        f"{r.ours_pct_bf16_peak:.0f}% of bf16 peak")
+    def report(r) -> None:
+        if not as_json:
+            console.print(
+                f"d={r.dim}: ref {r.ref_tokens_per_s:.0f} tok/s ({r.ref_gflops:.0f} GFLOP/s) · ours "
+                f"{r.ours_tokens_per_s:.0f} tok/s ({r.ours_gflops:.0f} GFLOP/s, {r.ours_mode}) · ratio {r.ratio:.2f}× · "
+                f"{r.ours_pct_fp32_peak:.0f}% of fp32 peak, {r.ours_pct_bf16_peak:.0f}% of bf16 peak"
+            )
+
     result = run_bench(parse_dims(dims), threads=threads, batch=batch, steps=steps, compile=compile, progress=report)
     result["rows"] = [asdict(r) for r in result["rows"]]
     if as_json:
         return print_json(result)
-    console.print(f"matmul peak (2048³, {threads} threads, same run): fp32 {result['peak_fp32_gflops']:.0f} GFLOP/s, "
-                  f"bf16 {result['peak_bf16_gflops']:.0f} GFLOP/s")
+    console.print(
+        f"matmul peak (2048³, {threads} threads, same run): fp32 {result['peak_fp32_gflops']:.0f} GFLOP/s, "
+        f"bf16 {result['peak_bf16_gflops']:.0f} GFLOP/s"
+    )
 
 
 if __name__ == "__main__":

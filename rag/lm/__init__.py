@@ -1,4 +1,5 @@
 """The LM d-sweep: small GPTs trained at several embedding dimensions d (see rag/lm/README in the docs)."""
+
 import os
 
 # On a shared 2-core machine, OpenMP threads that spin while waiting make a 2-thread step 10x slower

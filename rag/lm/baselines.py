@@ -14,6 +14,7 @@ token of a split; a count model sees the one or two tokens before each target.
 Bits per byte divide the total bits by the UTF-8 bytes those target tokens decode to (byte-level BPE:
 one vocabulary character is one byte), so they are comparable across tokenizers.
 """
+
 from __future__ import annotations
 
 import math
@@ -68,7 +69,7 @@ class NGramBaselines:
         self.vocab = vocab
         uni = np.bincount(train_ids.astype(np.int64), minlength=vocab).astype(np.float64)
         self.p1 = (uni + 0.5) / (uni.sum() + 0.5 * vocab)
-        self.c1 = Counts(_keys(train_ids[:-1], 1, vocab))     # contexts of bigrams
+        self.c1 = Counts(_keys(train_ids[:-1], 1, vocab))  # contexts of bigrams
         self.c2 = Counts(_keys(train_ids, 2, vocab))
         self.c2ctx = Counts(_keys(train_ids[:-1], 2, vocab))  # contexts of trigrams
         self.c3 = Counts(_keys(train_ids, 3, vocab))
@@ -80,8 +81,14 @@ class NGramBaselines:
         w, v = ids[targets], ids[targets - 1]
         u = ids[np.maximum(targets - 2, 0)]
         has_u = targets >= 2
-        return (self.p1[w], self.c1.get(v), self.c2.get(v * V + w), self.c2ctx.get(u * V + v),
-                self.c3.get((u * V + v) * V + w), has_u)
+        return (
+            self.p1[w],
+            self.c1.get(v),
+            self.c2.get(v * V + w),
+            self.c2ctx.get(u * V + v),
+            self.c3.get((u * V + v) * V + w),
+            has_u,
+        )
 
     @staticmethod
     def _p2(parts, k2):
@@ -103,9 +110,14 @@ class NGramBaselines:
     def trigram_probs(self, u: int, v: int) -> np.ndarray:
         """p3(. | u, v) over the whole vocabulary."""
         V, w = self.vocab, np.arange(self.vocab)
-        parts = (self.p1, np.full(V, self.c1.get(np.array([v]))[0]), self.c2.get(v * V + w),
-                 np.full(V, self.c2ctx.get(np.array([u * V + v]))[0]), self.c3.get((u * V + v) * V + w),
-                 np.ones(V, dtype=bool))
+        parts = (
+            self.p1,
+            np.full(V, self.c1.get(np.array([v]))[0]),
+            self.c2.get(v * V + w),
+            np.full(V, self.c2ctx.get(np.array([u * V + v]))[0]),
+            self.c3.get((u * V + v) * V + w),
+            np.ones(V, dtype=bool),
+        )
         return self._p3(parts, self.k2, self.k3)
 
     def tune(self, valid_ids: np.ndarray, targets: np.ndarray) -> None:
@@ -116,9 +128,11 @@ class NGramBaselines:
     def nats(self, ids: np.ndarray, targets: np.ndarray) -> dict[str, float]:
         """Mean nats per target token of each model."""
         parts = self._parts(ids, targets)
-        return {"unigram": float(-np.log(parts[0]).mean()),
-                "bigram": float(-np.log(self._p2(parts, self.k2)).mean()),
-                "trigram": float(-np.log(self._p3(parts, self.k2, self.k3)).mean())}
+        return {
+            "unigram": float(-np.log(parts[0]).mean()),
+            "bigram": float(-np.log(self._p2(parts, self.k2)).mean()),
+            "trigram": float(-np.log(self._p3(parts, self.k2, self.k3)).mean()),
+        }
 
 
 def baselines(tok, context: int, eval_tokens: int | None) -> dict:
@@ -139,9 +153,18 @@ def baselines(tok, context: int, eval_tokens: int | None) -> dict:
     bytes_t = int(nb[tok.ids["test"][tt].astype(np.int64)].sum())
     models = {}
     for name in val:
-        models[name] = {"val_loss": round(val[name], 4), "test_loss": round(test[name], 4),
-                        "val_ppl": round(math.exp(val[name]), 2), "test_ppl": round(math.exp(test[name]), 2),
-                        "val_bpb": round(val[name] * len(tv) / math.log(2) / bytes_v, 4),
-                        "test_bpb": round(test[name] * len(tt) / math.log(2) / bytes_t, 4)}
-    return {"models": models, "bytes": {"valid": bytes_v, "test": bytes_t},
-            "targets": {"valid": int(len(tv)), "test": int(len(tt))}, "k2": model.k2, "k3": model.k3}
+        models[name] = {
+            "val_loss": round(val[name], 4),
+            "test_loss": round(test[name], 4),
+            "val_ppl": round(math.exp(val[name]), 2),
+            "test_ppl": round(math.exp(test[name]), 2),
+            "val_bpb": round(val[name] * len(tv) / math.log(2) / bytes_v, 4),
+            "test_bpb": round(test[name] * len(tt) / math.log(2) / bytes_t, 4),
+        }
+    return {
+        "models": models,
+        "bytes": {"valid": bytes_v, "test": bytes_t},
+        "targets": {"valid": int(len(tv)), "test": int(len(tt))},
+        "k2": model.k2,
+        "k3": model.k3,
+    }

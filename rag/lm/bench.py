@@ -6,6 +6,7 @@ uses (fused qkv, SDPA, bf16 autocast where the CPU has native bf16, optionally t
 Both see the same shapes and the same thread count; a matmul peak (fp32 and bf16) is measured in
 the same run so that % of peak is comparable.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,10 +18,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from rag.lm.model import GPT, GPTConfig, flops_per_token
-from rag.lm.runtime import auto_precision, cpu_has_bf16, matmul_peak as _matmul_peak
-
+from rag.lm.runtime import auto_precision, cpu_has_bf16
+from rag.lm.runtime import matmul_peak as _matmul_peak
 
 # ------------------------------------------------------------------ the plain reference model
+
 
 class RefAttention(nn.Module):
     def __init__(self, d: int, heads: int, context: int):
@@ -80,6 +82,7 @@ class RefGPT(nn.Module):
 
 # ------------------------------------------------------------------ timing
 
+
 def time_alternating(steps: dict, rounds: int, warmup: int) -> dict[str, float]:
     """Median seconds per step of each callable, timed in alternation (ref, ours, ref, ours, ...) so that
     load from other processes hits both alike."""
@@ -104,6 +107,7 @@ def make_step(model, batch, targets, autocast_dtype=None):
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+
     return step
 
 
@@ -120,8 +124,20 @@ class BenchRow:
     ours_mode: str
 
 
-def run_bench(dims=(128, 256, 512, 1024), layers=6, heads=8, context=128, batch=16, vocab=10000,
-              threads=2, steps=5, warmup=2, compile: bool = False, progress=None, peak_seconds: float = 1.5) -> dict:
+def run_bench(
+    dims=(128, 256, 512, 1024),
+    layers=6,
+    heads=8,
+    context=128,
+    batch=16,
+    vocab=10000,
+    threads=2,
+    steps=5,
+    warmup=2,
+    compile: bool = False,
+    progress=None,
+    peak_seconds: float = 1.5,
+) -> dict:
     """Time reference vs ours at each d; returns {'peak_fp32','peak_bf16','rows':[BenchRow...]}."""
     torch.set_num_threads(threads)
     torch.manual_seed(0)
@@ -141,16 +157,39 @@ def run_bench(dims=(128, 256, 512, 1024), layers=6, heads=8, context=128, batch=
         if compile:
             ours = torch.compile(ours)
             mode += "+compile"
-        timed = time_alternating({"ref": make_step(RefGPT(vocab, d, layers, heads, context), x, y),
-                                  "ours": make_step(ours, x, y, torch.bfloat16 if use_bf16 else None)},
-                                 rounds=max(1, steps if d < 1024 else steps - 2), warmup=warmup + (2 if compile else 0))
+        timed = time_alternating(
+            {
+                "ref": make_step(RefGPT(vocab, d, layers, heads, context), x, y),
+                "ours": make_step(ours, x, y, torch.bfloat16 if use_bf16 else None),
+            },
+            rounds=max(1, steps if d < 1024 else steps - 2),
+            warmup=warmup + (2 if compile else 0),
+        )
         t_ref, t_ours = timed["ref"], timed["ours"]
         del ours
         tok = batch * context
-        r = BenchRow(d, tok / t_ref, tok / t_ours, t_ref / t_ours, fpt * tok / t_ref / 1e9, fpt * tok / t_ours / 1e9,
-                     100 * fpt * tok / t_ours / 1e9 / peak32, 100 * fpt * tok / t_ours / 1e9 / peak16, mode)
+        r = BenchRow(
+            d,
+            tok / t_ref,
+            tok / t_ours,
+            t_ref / t_ours,
+            fpt * tok / t_ref / 1e9,
+            fpt * tok / t_ours / 1e9,
+            100 * fpt * tok / t_ours / 1e9 / peak32,
+            100 * fpt * tok / t_ours / 1e9 / peak16,
+            mode,
+        )
         rows.append(r)
         if progress:
             progress(r)
-    return {"peak_fp32_gflops": peak32, "peak_bf16_gflops": peak16, "threads": threads, "batch": batch,
-            "context": context, "layers": layers, "heads": heads, "vocab": vocab, "rows": rows}
+    return {
+        "peak_fp32_gflops": peak32,
+        "peak_bf16_gflops": peak16,
+        "threads": threads,
+        "batch": batch,
+        "context": context,
+        "layers": layers,
+        "heads": heads,
+        "vocab": vocab,
+        "rows": rows,
+    }

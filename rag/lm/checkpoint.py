@@ -9,6 +9,7 @@ Layout of a run directory:
   result.json         the final figures (written when the run completes)
 A checkpoint is written into ckpt.new/ and swapped in by rename, so a kill leaves a whole one.
 """
+
 from __future__ import annotations
 
 import json
@@ -70,7 +71,9 @@ def save_best(run: Path, model, state: dict) -> None:
     if model.cfg.tie:
         weights.pop("head.weight", None)
     save_file(weights, str(new / "model.safetensors"), metadata={"config": json.dumps(model.cfg.to_dict())})
-    (new / "state.json").write_text(json.dumps({"step": state.get("best_step"), "val_loss": state.get("best_val_loss")}))
+    (new / "state.json").write_text(
+        json.dumps({"step": state.get("best_step"), "val_loss": state.get("best_val_loss")})
+    )
     shutil.rmtree(cur, ignore_errors=True)
     new.rename(cur)
 
@@ -99,8 +102,10 @@ def check_shape(saved: dict, wanted: dict, run: Path) -> None:
     """Refuse to resume a checkpoint whose model shape differs from the one asked for."""
     diff = [f"{k}={saved.get(k)} (asked {wanted.get(k)})" for k in SHAPE_KEYS if saved.get(k) != wanted.get(k)]
     if diff:
-        raise RagError(f"--resume refused: the checkpoint in {run} has another shape: {', '.join(diff)}; "
-                       "use the same options or a new --out")
+        raise RagError(
+            f"--resume refused: the checkpoint in {run} has another shape: {', '.join(diff)}; "
+            "use the same options or a new --out"
+        )
 
 
 def load_weights(model, folder: Path) -> None:
@@ -112,8 +117,10 @@ def load_weights(model, folder: Path) -> None:
         weights = load_file(str(path))
         model.load_state_dict(weights, strict=not model.cfg.tie)
     except Exception as exc:  # safetensors raises its own error types for truncated or garbled files
-        raise RagError(f"{path} is corrupt or does not fit the model ({str(exc).splitlines()[0][:120]}); "
-                       f"{fresh_hint(Path(folder).parent)}") from exc
+        raise RagError(
+            f"{path} is corrupt or does not fit the model ({str(exc).splitlines()[0][:120]}); "
+            f"{fresh_hint(Path(folder).parent)}"
+        ) from exc
 
 
 def load_optimizer(optimizer, run: Path) -> None:
@@ -161,8 +168,10 @@ def load_model(run: str | Path, device: str = "cpu"):
         with safe_open(str(path), "pt") as f:
             cfg = GPTConfig(**json.loads(f.metadata()["config"]))
     except Exception as exc:
-        raise RagError(f"{path} is corrupt or not one of our checkpoints ({str(exc).splitlines()[0][:120]}); "
-                       f"retrain with rag lm train --out {run}") from exc
+        raise RagError(
+            f"{path} is corrupt or not one of our checkpoints ({str(exc).splitlines()[0][:120]}); "
+            f"retrain with rag lm train --out {run}"
+        ) from exc
     model = GPT(cfg)
     load_weights(model, folder)
     return model.to(device).eval()

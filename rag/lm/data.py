@@ -5,6 +5,7 @@ A corpus is a folder with wiki.{train,valid,test}.raw (or .tokens). Names resolv
 three splits are there, else RAG_CACHE_DIR/lm/data/wikitext-2, downloaded from the official archive
 (RAG_WIKITEXT2_URL overrides the address) when missing; anything else is taken as a folder path.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,7 +26,7 @@ from rag.config import RagError, cache_dir, data_dir
 SPLITS = ("train", "valid", "test")
 WIKITEXT2_URL = "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-2-raw-v1.zip"
 EOT = "<|endoftext|>"
-PROBE_STEP = 10 ** 9  # batches for throughput probes come from steps no run reaches
+PROBE_STEP = 10**9  # batches for throughput probes come from steps no run reaches
 
 
 @dataclass
@@ -65,8 +66,10 @@ def download_wikitext2(target: Path, url: str | None = None, timeout: float = 60
             payload = response.read()
         archive = zipfile.ZipFile(io.BytesIO(payload))
     except (OSError, zipfile.BadZipFile) as exc:
-        raise RagError(f"wikitext-2 is missing its train split and the download from {url} failed ({exc}); "
-                       f"put wiki.{{train,valid,test}}.raw in {target} or use --corpus wiki-lm") from exc
+        raise RagError(
+            f"wikitext-2 is missing its train split and the download from {url} failed ({exc}); "
+            f"put wiki.{{train,valid,test}}.raw in {target} or use --corpus wiki-lm"
+        ) from exc
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".wikitext2-"))
     for member in archive.namelist():
@@ -76,7 +79,9 @@ def download_wikitext2(target: Path, url: str | None = None, timeout: float = 60
     found, missing = split_files(tmp)
     if missing:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise RagError(f"the archive from {url} lacks {', '.join(missing)}; point RAG_WIKITEXT2_URL at the official wikitext-2 zip")
+        raise RagError(
+            f"the archive from {url} lacks {', '.join(missing)}; point RAG_WIKITEXT2_URL at the official wikitext-2 zip"
+        )
     if target.exists():
         shutil.rmtree(target)
     tmp.rename(target)
@@ -95,8 +100,10 @@ def resolve_corpus(name: str) -> CorpusFiles:
         return CorpusFiles(name, folder, split_files(folder)[0])
     folder = candidates[0] if candidates[0].is_dir() else Path(name).expanduser()
     if not folder.is_dir():
-        raise RagError(f"corpus {name!r} not found: neither {candidates[0]} nor the folder {folder} exists; "
-                       "use --corpus wiki-lm or a folder holding wiki.{train,valid,test}.raw")
+        raise RagError(
+            f"corpus {name!r} not found: neither {candidates[0]} nor the folder {folder} exists; "
+            "use --corpus wiki-lm or a folder holding wiki.{train,valid,test}.raw"
+        )
     found, missing = split_files(folder)
     if missing:
         raise RagError(f"corpus {name!r} is missing {folder / missing[0]} (also accepted: .tokens); add the split file")
@@ -104,6 +111,7 @@ def resolve_corpus(name: str) -> CorpusFiles:
 
 
 # ------------------------------------------------------------------ tokenizer and token ids
+
 
 def train_tokenizer(train_file: Path, vocab: int):
     """Byte-level BPE with exactly `vocab` entries, trained on the train split only."""
@@ -114,9 +122,11 @@ def train_tokenizer(train_file: Path, vocab: int):
     got = tok.get_vocab_size()
     if got < vocab:
         text = train_file.read_text(encoding="utf-8", errors="replace")
-        raise RagError(f"corpus too small for the vocabulary: the train split ({len(text.split())} words, "
-                       f"{len(text)} characters) yields only {got} BPE tokens, but --vocab is {vocab}; "
-                       "use a bigger corpus or a smaller --vocab")
+        raise RagError(
+            f"corpus too small for the vocabulary: the train split ({len(text.split())} words, "
+            f"{len(text)} characters) yields only {got} BPE tokens, but --vocab is {vocab}; "
+            "use a bigger corpus or a smaller --vocab"
+        )
     return tok
 
 
@@ -131,7 +141,7 @@ def encode_file(tok, path: Path) -> np.ndarray:
     lines = [ln for ln in path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True) if ln.strip()]
     ids: list[int] = []
     for start in range(0, len(lines), 4096):
-        for enc in tok.encode_batch(lines[start:start + 4096]):
+        for enc in tok.encode_batch(lines[start : start + 4096]):
             ids.extend(enc.ids)
     if tok.get_vocab_size() > 65535:
         raise RagError(f"vocab {tok.get_vocab_size()} does not fit uint16 token caches; use --vocab <= 65535")
@@ -142,9 +152,9 @@ def encode_file(tok, path: Path) -> np.ndarray:
 class TokenizedCorpus:
     corpus: CorpusFiles
     vocab: int
-    folder: Path                 # cache folder holding tokenizer.json and {split}.npy
-    ids: dict[str, np.ndarray]   # split -> uint16 ids
-    words: dict[str, int]        # split -> whitespace word count (for per-word perplexity)
+    folder: Path  # cache folder holding tokenizer.json and {split}.npy
+    ids: dict[str, np.ndarray]  # split -> uint16 ids
+    words: dict[str, int]  # split -> whitespace word count (for per-word perplexity)
 
     @property
     def tokenizer_path(self) -> Path:
@@ -158,7 +168,9 @@ def prepare(corpus: str | CorpusFiles, vocab: int) -> TokenizedCorpus:
     meta_path = folder / "meta.json"
     if not meta_path.exists():
         tok = train_tokenizer(files.files["train"], vocab)
-        tmp = Path(tempfile.mkdtemp(dir=folder.parent if folder.parent.exists() else _mk(folder.parent), prefix=".tok-"))
+        tmp = Path(
+            tempfile.mkdtemp(dir=folder.parent if folder.parent.exists() else _mk(folder.parent), prefix=".tok-")
+        )
         tok.save(str(tmp / "tokenizer.json"))
         words = {}
         for split in SPLITS:
@@ -181,13 +193,14 @@ def _mk(path: Path) -> Path:
 
 # ------------------------------------------------------------------ batches
 
+
 def train_batch(ids: np.ndarray, step: int, batch: int, context: int, seed: int, rank: int = 0):
     """Random windows for one step; a pure function of (seed, rank, step) so a resumed run sees the same data."""
     import torch
 
     rng = np.random.default_rng([seed, rank, step])
     starts = rng.integers(0, len(ids) - context - 1, size=batch)
-    window = np.stack([ids[s:s + context + 1] for s in starts]).astype(np.int64)
+    window = np.stack([ids[s : s + context + 1] for s in starts]).astype(np.int64)
     window = torch.from_numpy(window)
     return window[:, :-1], window[:, 1:]
 
@@ -201,7 +214,7 @@ def eval_batches(ids: np.ndarray, batch: int, context: int, max_tokens: int | No
         n = min(n, max(1, max_tokens // context))
     for start in range(0, n, batch):
         rows = range(start, min(n, start + batch))
-        w = np.stack([ids[r * context:r * context + context + 1] for r in rows]).astype(np.int64)
+        w = np.stack([ids[r * context : r * context + context + 1] for r in rows]).astype(np.int64)
         w = torch.from_numpy(w)
         yield w[:, :-1], w[:, 1:]
 

@@ -13,6 +13,7 @@ Token-matched mode (budgets given as tokens) adds early stopping on validation.
 Heads: `heads` (8) while d/heads >= MIN_HEAD (8); below that width the head size stays 8 and the heads
 shrink to d/8 (d=32: 4 heads, d=16: 2, d=8: 1); below d=8, one head of size d. A d that fits no rule is refused.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,22 @@ from rag.lm.isoflop_fit import summarize
 
 MIN_HEAD = 8
 LR_RULE = "2e-3*sqrt(128/d)"
-GRID_KEYS = ("corpus", "vocab", "layers", "heads", "context", "batch", "precision", "eval_tokens", "slices",
-             "slice_eval_tokens", "warmup_frac", "init", "patience", "mode")
+GRID_KEYS = (
+    "corpus",
+    "vocab",
+    "layers",
+    "heads",
+    "context",
+    "batch",
+    "precision",
+    "eval_tokens",
+    "slices",
+    "slice_eval_tokens",
+    "warmup_frac",
+    "init",
+    "patience",
+    "mode",
+)
 
 
 def lr_rule(dim: int) -> float:
@@ -52,8 +67,10 @@ def heads_for(dim: int, heads: int = 8) -> int:
     if dim < MIN_HEAD:
         return 1  # narrower than one head of MIN_HEAD: one head of size d
     if dim % MIN_HEAD:
-        raise RagError(f"d={dim} is not divisible by heads={heads} with a head size of at least {MIN_HEAD} "
-                       f"(below {heads * MIN_HEAD} the heads shrink to d/{MIN_HEAD}); pick d a multiple of {MIN_HEAD}")
+        raise RagError(
+            f"d={dim} is not divisible by heads={heads} with a head size of at least {MIN_HEAD} "
+            f"(below {heads * MIN_HEAD} the heads shrink to d/{MIN_HEAD}); pick d a multiple of {MIN_HEAD}"
+        )
     return dim // MIN_HEAD
 
 
@@ -90,31 +107,51 @@ class GridSettings:
     context: int = 128
     batch: int = 16
     precision: str = "fp32"
-    eval_tokens: int = 32768        # final valid/test targets (the baselines score the same ones)
-    slices: int = 8                 # validation points per run (best-checkpoint candidates)
+    eval_tokens: int = 32768  # final valid/test targets (the baselines score the same ones)
+    slices: int = 8  # validation points per run (best-checkpoint candidates)
     slice_eval_tokens: int = 8192
     warmup_frac: float = 0.1
     init: str = "gpt2"
-    patience: int | None = None     # early stopping (token-matched mode)
-    mode: str = "flops"             # flops: budgets are training FLOPs; tokens: budgets are training tokens
+    patience: int | None = None  # early stopping (token-matched mode)
+    mode: str = "flops"  # flops: budgets are training FLOPs; tokens: budgets are training tokens
 
     def model(self, dim: int):
         from rag.lm.model import GPTConfig
 
-        return GPTConfig(vocab=self.vocab, dim=dim, layers=self.layers, heads=heads_for(dim, self.heads),
-                         context=self.context, init=self.init).check()
+        return GPTConfig(
+            vocab=self.vocab,
+            dim=dim,
+            layers=self.layers,
+            heads=heads_for(dim, self.heads),
+            context=self.context,
+            init=self.init,
+        ).check()
 
 
-def grid_settings(corpus, vocab, layers, heads, context, batch, precision, eval_tokens, slices, mode,
-                  patience=None) -> GridSettings:
+def grid_settings(
+    corpus, vocab, layers, heads, context, batch, precision, eval_tokens, slices, mode, patience=None
+) -> GridSettings:
     """The CLI's grid options checked: one precision for every d (no per-d 'auto')."""
     from rag.lm.runtime import PRECISIONS
 
     if precision not in PRECISIONS or precision == "auto":
-        raise RagError(f"--precision must be one of fp32, bf16, bf16-head (one precision for every d), got {precision!r}")
-    return GridSettings(corpus=corpus, vocab=vocab, layers=layers, heads=heads, context=context, batch=batch,
-                        precision=precision, eval_tokens=eval_tokens, slices=slices, mode=mode, patience=patience,
-                        slice_eval_tokens=min(8192, eval_tokens))
+        raise RagError(
+            f"--precision must be one of fp32, bf16, bf16-head (one precision for every d), got {precision!r}"
+        )
+    return GridSettings(
+        corpus=corpus,
+        vocab=vocab,
+        layers=layers,
+        heads=heads,
+        context=context,
+        batch=batch,
+        precision=precision,
+        eval_tokens=eval_tokens,
+        slices=slices,
+        mode=mode,
+        patience=patience,
+        slice_eval_tokens=min(8192, eval_tokens),
+    )
 
 
 @dataclass
@@ -122,7 +159,7 @@ class RunSpec:
     budget: float
     dim: int
     seed: int = 1337
-    factor: float = 1.0             # LR = factor x lr_rule(d)
+    factor: float = 1.0  # LR = factor x lr_rule(d)
 
     def name(self) -> str:
         return f"{budget_label(self.budget)}/d{self.dim}-s{self.seed}-x{self.factor:g}"
@@ -150,29 +187,59 @@ def train_config(settings: GridSettings, spec: RunSpec, out: Path, threads: int 
     from rag.lm.train import TrainConfig
 
     _, tokens = run_tokens(settings, spec)
-    return TrainConfig(corpus=settings.corpus, out=str(out / spec.name()), model=settings.model(spec.dim),
-                       batch=settings.batch, tokens=tokens, lr=lr_rule(spec.dim) * spec.factor, seed=spec.seed,
-                       slices=settings.slices, eval_tokens=settings.eval_tokens,
-                       slice_eval_tokens=settings.slice_eval_tokens, threads=threads, precision=settings.precision,
-                       compile="off", samples=0, warmup_frac=settings.warmup_frac, best_val=True,
-                       patience=settings.patience, measure_peak=False)
+    return TrainConfig(
+        corpus=settings.corpus,
+        out=str(out / spec.name()),
+        model=settings.model(spec.dim),
+        batch=settings.batch,
+        tokens=tokens,
+        lr=lr_rule(spec.dim) * spec.factor,
+        seed=spec.seed,
+        slices=settings.slices,
+        eval_tokens=settings.eval_tokens,
+        slice_eval_tokens=settings.slice_eval_tokens,
+        threads=threads,
+        precision=settings.precision,
+        compile="off",
+        samples=0,
+        warmup_frac=settings.warmup_frac,
+        best_val=True,
+        patience=settings.patience,
+        measure_peak=False,
+    )
 
 
 def git_commit() -> str | None:
     """HEAD of the checkout the code runs from, with '-dirty' when its tracked files differ from it."""
     here = Path(__file__).resolve().parent
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10,
-                              check=False).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", str(here)], cwd=here,
-                               capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10, check=False
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", str(here)],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return (head + ("-dirty" if dirty else "")) or None
 
 
-def precision_probe(dims: list[int], threads: int = 1, batch: int = 16, context: int = 128, vocab: int = 10000,
-                    layers: int = 6, steps: int = 5, corpus: str = "wiki-lm", out: str | None = None) -> list[dict]:
+def precision_probe(
+    dims: list[int],
+    threads: int = 1,
+    batch: int = 16,
+    context: int = 128,
+    vocab: int = 10000,
+    layers: int = 6,
+    steps: int = 5,
+    corpus: str = "wiki-lm",
+    out: str | None = None,
+) -> list[dict]:
     """Training tokens/s of fp32 and of bf16 autocast at each d, timed alternately (best of the last steps)."""
     import torch
 
@@ -199,18 +266,28 @@ def precision_probe(dims: list[int], threads: int = 1, batch: int = 16, context:
                 times[p].append(time.perf_counter() - t0)
         fpt = flops_per_token(cfg)["train"]
         rate = {p: batch * context / min(t[2:] or t) for p, t in times.items()}
-        rows.append({"dim": d, "heads": cfg.heads, "fp32_tokens_per_s": round(rate["fp32"]),
-                     "bf16_tokens_per_s": round(rate["bf16"]), "bf16_speedup": round(rate["bf16"] / rate["fp32"], 2),
-                     "fp32_gflops": round(fpt * rate["fp32"] / 1e9, 1), "threads": threads,
-                     "loadavg": round(os.getloadavg()[0], 2)})
+        rows.append(
+            {
+                "dim": d,
+                "heads": cfg.heads,
+                "fp32_tokens_per_s": round(rate["fp32"]),
+                "bf16_tokens_per_s": round(rate["bf16"]),
+                "bf16_speedup": round(rate["bf16"] / rate["fp32"], 2),
+                "fp32_gflops": round(fpt * rate["fp32"] / 1e9, 1),
+                "threads": threads,
+                "loadavg": round(os.getloadavg()[0], 2),
+            }
+        )
     if out:
         Path(out).write_text(json.dumps(rows, indent=1))
     return rows
 
 
 def probe_line(r: dict) -> str:
-    return (f"d={r['dim']} ({r['heads']} heads): fp32 {r['fp32_tokens_per_s']} tok/s, bf16 autocast "
-            f"{r['bf16_tokens_per_s']} tok/s ({r['bf16_speedup']}x), load {r['loadavg']}")
+    return (
+        f"d={r['dim']} ({r['heads']} heads): fp32 {r['fp32_tokens_per_s']} tok/s, bf16 autocast "
+        f"{r['bf16_tokens_per_s']} tok/s ({r['bf16_speedup']}x), load {r['loadavg']}"
+    )
 
 
 def host_info() -> dict:
@@ -243,7 +320,12 @@ def run_one(job: dict) -> dict:
     """Train (or resume, or reuse) one run; writes provenance.json beside result.json. Runs in a worker process."""
     import torch
 
-    settings, spec, out, threads = GridSettings(**job["settings"]), RunSpec(**job["spec"]), Path(job["out"]), job["threads"]
+    settings, spec, out, threads = (
+        GridSettings(**job["settings"]),
+        RunSpec(**job["spec"]),
+        Path(job["out"]),
+        job["threads"],
+    )
     run = out / spec.name()
     if (run / "result.json").exists():
         return {"name": spec.name(), "reused": True}
@@ -256,11 +338,22 @@ def run_one(job: dict) -> dict:
     load0, others = os.getloadavg(), other_grid_processes()
     prior = json.loads((run / "provenance.json").read_text()) if resumed and (run / "provenance.json").exists() else {}
     train(cfg)
-    prov = {"command": job["command"], "git_commit": job["commit"], **host_info(), "torch": torch.__version__,
-            "threads": torch.get_num_threads(), "parallel": job["parallel"], "started": start, "finished": time.time(),
-            "wall_s": round(time.perf_counter() - t0 + prior.get("wall_s", 0.0), 1),
-            "loadavg_start": [round(x, 2) for x in load0], "loadavg_end": [round(x, 2) for x in os.getloadavg()],
-            "resumed": resumed or bool(prior), "pid": os.getpid(), "other_grid_processes": others}
+    prov = {
+        "command": job["command"],
+        "git_commit": job["commit"],
+        **host_info(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "parallel": job["parallel"],
+        "started": start,
+        "finished": time.time(),
+        "wall_s": round(time.perf_counter() - t0 + prior.get("wall_s", 0.0), 1),
+        "loadavg_start": [round(x, 2) for x in load0],
+        "loadavg_end": [round(x, 2) for x in os.getloadavg()],
+        "resumed": resumed or bool(prior),
+        "pid": os.getpid(),
+        "other_grid_processes": others,
+    }
     (run / "provenance.json").write_text(json.dumps(prov, indent=1))
     return {"name": spec.name(), "reused": False}
 
@@ -276,10 +369,15 @@ def check_grid(out: Path, settings: GridSettings) -> None:
     path = out / "grid.json"
     if path.exists():
         saved = json.loads(path.read_text())
-        diff = [f"{k}={saved.get(k)!r} (asked {getattr(settings, k)!r})" for k in GRID_KEYS
-                if saved.get(k) != getattr(settings, k)]
+        diff = [
+            f"{k}={saved.get(k)!r} (asked {getattr(settings, k)!r})"
+            for k in GRID_KEYS
+            if saved.get(k) != getattr(settings, k)
+        ]
         if diff:
-            raise RagError(f"{out} holds a grid with other settings: {', '.join(diff)}; use the same options or another --out")
+            raise RagError(
+                f"{out} holds a grid with other settings: {', '.join(diff)}; use the same options or another --out"
+            )
     else:
         out.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({**asdict(settings), "lr_rule": LR_RULE, "min_head": MIN_HEAD}, indent=1))
@@ -290,18 +388,27 @@ def specs_for(budgets: list[float], dims: list[int], seeds: list[int], factors: 
     return [RunSpec(b, d, s, f) for b in budgets for d in dims for s in seeds for f in factors]
 
 
-def run_grid(settings: GridSettings, specs: list[RunSpec], out: str | Path, parallel: int = 1, threads: int = 1,
-             on_done=None) -> dict:
+def run_grid(
+    settings: GridSettings, specs: list[RunSpec], out: str | Path, parallel: int = 1, threads: int = 1, on_done=None
+) -> dict:
     """Train every spec not yet finished (resuming killed ones), N at a time; rewrite the summary after each."""
     out = Path(out)
     for spec in specs:  # refuse a bad d or budget before training anything
         settings.model(spec.dim)
         if run_tokens(settings, spec)[0] < 2:
-            raise RagError(f"budget {spec.budget:g} gives d={spec.dim} fewer than 2 steps of {settings.batch}x"
-                           f"{settings.context} tokens; raise the budget or drop that d")
+            raise RagError(
+                f"budget {spec.budget:g} gives d={spec.dim} fewer than 2 steps of {settings.batch}x"
+                f"{settings.context} tokens; raise the budget or drop that d"
+            )
     check_grid(out, settings)
-    common = {"settings": asdict(settings), "out": str(out), "threads": threads, "parallel": parallel,
-              "command": " ".join(sys.argv), "commit": git_commit()}
+    common = {
+        "settings": asdict(settings),
+        "out": str(out),
+        "threads": threads,
+        "parallel": parallel,
+        "command": " ".join(sys.argv),
+        "commit": git_commit(),
+    }
     jobs = [{**common, "spec": asdict(s)} for s in specs if not (out / s.name() / "result.json").exists()]
     done = []
     if parallel <= 1 or len(jobs) <= 1:
@@ -316,8 +423,9 @@ def run_grid(settings: GridSettings, specs: list[RunSpec], out: str | Path, para
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         os.environ.setdefault("OMP_NUM_THREADS", str(threads))
-        with ProcessPoolExecutor(parallel, mp_context=mp.get_context("spawn"), initializer=_worker_init,
-                                 initargs=(threads,)) as pool:
+        with ProcessPoolExecutor(
+            parallel, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(threads,)
+        ) as pool:
             futures = [pool.submit(run_one, job) for job in jobs]
             for fut in as_completed(futures):
                 done.append(fut.result())

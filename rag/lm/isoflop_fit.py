@@ -1,5 +1,6 @@
 """Fits and summaries of an iso-FLOP grid folder (rag.lm.isoflop): per-budget parabolas in ln d, the d_opt(C)
 and loss(C) power laws, the seed comparison, the LR check, and the files summarize() writes."""
+
 from __future__ import annotations
 
 import csv
@@ -18,16 +19,38 @@ def collect(out: str | Path) -> list[dict]:
         _, s, x = run.name[1:].split("-")
         prov = json.loads((run / "provenance.json").read_text()) if (run / "provenance.json").exists() else {}
         budget = float(run.parent.name[1:])
-        rows.append({"budget": budget, "dim": r["dim"], "heads": r["heads"], "seed": int(s[1:]), "factor": float(x[1:]),
-                     "lr": r["lr"], "params": r["params"], "tokens": r["tokens_seen"], "train_flops": r["train_flops"],
-                     "steps": r["steps"], "total_steps": r.get("total_steps"), "warmup_steps": r["warmup_steps"],
-                     "best_step": r.get("best_step"), "stopped_early_at": r.get("stopped_early_at"),
-                     "val_loss": r["val_loss"], "test_loss": r["test_loss"], "val_bpb": r["val_bpb"],
-                     "test_bpb": r["test_bpb"], "test_ppl": r["test_ppl"], "precision": r.get("precision"),
-                     "train_s": r["train_s"], "wall_s": prov.get("wall_s"), "threads": prov.get("threads"),
-                     "parallel": prov.get("parallel"), "resumed": prov.get("resumed"),
-                     "loadavg_start": (prov.get("loadavg_start") or [None])[0],
-                     "loadavg_end": (prov.get("loadavg_end") or [None])[0], "run": f"{run.parent.name}/{run.name}"})
+        rows.append(
+            {
+                "budget": budget,
+                "dim": r["dim"],
+                "heads": r["heads"],
+                "seed": int(s[1:]),
+                "factor": float(x[1:]),
+                "lr": r["lr"],
+                "params": r["params"],
+                "tokens": r["tokens_seen"],
+                "train_flops": r["train_flops"],
+                "steps": r["steps"],
+                "total_steps": r.get("total_steps"),
+                "warmup_steps": r["warmup_steps"],
+                "best_step": r.get("best_step"),
+                "stopped_early_at": r.get("stopped_early_at"),
+                "val_loss": r["val_loss"],
+                "test_loss": r["test_loss"],
+                "val_bpb": r["val_bpb"],
+                "test_bpb": r["test_bpb"],
+                "test_ppl": r["test_ppl"],
+                "precision": r.get("precision"),
+                "train_s": r["train_s"],
+                "wall_s": prov.get("wall_s"),
+                "threads": prov.get("threads"),
+                "parallel": prov.get("parallel"),
+                "resumed": prov.get("resumed"),
+                "loadavg_start": (prov.get("loadavg_start") or [None])[0],
+                "loadavg_end": (prov.get("loadavg_end") or [None])[0],
+                "run": f"{run.parent.name}/{run.name}",
+            }
+        )
     return rows
 
 
@@ -60,8 +83,14 @@ def fit_parabola(ds: list[float], ys: list[float], sigma: list[float] | None = N
         s2 = 1.0 if sigma is not None else float("nan")
     cov = s2 * np.linalg.inv(A)
     a, b, c = coef
-    out = {"ok": bool(c > 0), "n": n, "dof": dof, "coef": [float(a), float(b), float(c)], "cov": cov.tolist(),
-           "rmse": float(np.sqrt(np.mean(resid ** 2)))}
+    out = {
+        "ok": bool(c > 0),
+        "n": n,
+        "dof": dof,
+        "coef": [float(a), float(b), float(c)],
+        "cov": cov.tolist(),
+        "rmse": float(np.sqrt(np.mean(resid**2))),
+    }
     if c <= 0:
         out["why"] = "the fitted parabola opens downwards: no minimum"
         return out
@@ -74,11 +103,25 @@ def fit_parabola(ds: list[float], ys: list[float], sigma: list[float] | None = N
     inside = bool(min(x) < xs < max(x))
     below = int((x < xs).sum())
     above = int((x > xs).sum())
-    out.update({"d_opt": float(math.exp(xs)), "ln_d_opt": float(xs), "se_ln_d": se_x,
-                "d_lo": float(math.exp(xs - t * se_x)), "d_hi": float(math.exp(xs + t * se_x)),
-                "y_opt": float(ymin), "se_y": se_y, "y_lo": float(ymin - t * se_y), "y_hi": float(ymin + t * se_y),
-                "t": t, "level": level, "inside_grid": inside, "points_below": below, "points_above": above,
-                "bracketed": below >= 2 and above >= 2})
+    out.update(
+        {
+            "d_opt": float(math.exp(xs)),
+            "ln_d_opt": float(xs),
+            "se_ln_d": se_x,
+            "d_lo": float(math.exp(xs - t * se_x)),
+            "d_hi": float(math.exp(xs + t * se_x)),
+            "y_opt": float(ymin),
+            "se_y": se_y,
+            "y_lo": float(ymin - t * se_y),
+            "y_hi": float(ymin + t * se_y),
+            "t": t,
+            "level": level,
+            "inside_grid": inside,
+            "points_below": below,
+            "points_above": above,
+            "bracketed": below >= 2 and above >= 2,
+        }
+    )
     return out
 
 
@@ -93,12 +136,20 @@ def fit_power(cs: list[float], ys: list[float], se_ln: list[float], draws: int =
     k, lnA = np.polyfit(lc, ly, 1)
     rng = np.random.default_rng(seed)
     resid = ly - (lnA + k * lc)
-    extra = float(np.sqrt(np.sum(resid ** 2) / (len(lc) - 2))) if len(lc) > 2 else 0.0
-    noise = np.sqrt(se ** 2 + extra ** 2)
+    extra = float(np.sqrt(np.sum(resid**2) / (len(lc) - 2))) if len(lc) > 2 else 0.0
+    noise = np.sqrt(se**2 + extra**2)
     ks = np.array([np.polyfit(lc, ly + rng.normal(0, noise), 1)[0] for _ in range(draws)])
-    return {"ok": True, "k": float(k), "A": float(np.exp(lnA)), "k_lo": float(np.percentile(ks, 2.5)),
-            "k_hi": float(np.percentile(ks, 97.5)), "residual_sd_ln": extra, "n": len(lc),
-            "formula": "y = A * C^k", "interval": "95% of 4000 draws of each point within its interval"}
+    return {
+        "ok": True,
+        "k": float(k),
+        "A": float(np.exp(lnA)),
+        "k_lo": float(np.percentile(ks, 2.5)),
+        "k_hi": float(np.percentile(ks, 97.5)),
+        "residual_sd_ln": extra,
+        "n": len(lc),
+        "formula": "y = A * C^k",
+        "interval": "95% of 4000 draws of each point within its interval",
+    }
 
 
 FIT_WINDOW = 2  # the parabola is fitted to the best measured d and up to this many grid neighbours on each side
@@ -120,15 +171,23 @@ def grid_fits(rows: list[dict]) -> dict:
             seeds = [r for r in mine if r["dim"] == d]
             v = np.array([r["val_bpb"] for r in seeds])
             t = np.array([r["test_bpb"] for r in seeds])
-            pts.append({"dim": d, "n_seeds": len(seeds), "val_bpb": float(v.mean()), "test_bpb": float(t.mean()),
-                        "val_sd": float(v.std(ddof=1)) if len(v) > 1 else None,
-                        "test_sd": float(t.std(ddof=1)) if len(t) > 1 else None,
-                        "tokens": seeds[0]["tokens"], "params": seeds[0]["params"],
-                        "train_flops": seeds[0]["train_flops"]})
+            pts.append(
+                {
+                    "dim": d,
+                    "n_seeds": len(seeds),
+                    "val_bpb": float(v.mean()),
+                    "test_bpb": float(t.mean()),
+                    "val_sd": float(v.std(ddof=1)) if len(v) > 1 else None,
+                    "test_sd": float(t.std(ddof=1)) if len(t) > 1 else None,
+                    "tokens": seeds[0]["tokens"],
+                    "params": seeds[0]["params"],
+                    "train_flops": seeds[0]["train_flops"],
+                }
+            )
         entry = {"budget": budget, "points": pts}
         if pts:
             i = min(range(len(pts)), key=lambda j: pts[j]["val_bpb"])
-            window = pts[max(0, i - FIT_WINDOW):i + FIT_WINDOW + 1]
+            window = pts[max(0, i - FIT_WINDOW) : i + FIT_WINDOW + 1]
             for p in pts:
                 p["in_fit"] = p in window
             pts_all, pts = pts, window
@@ -150,10 +209,15 @@ def grid_fits(rows: list[dict]) -> dict:
         per_budget[f"{budget:g}"] = entry
     # the power laws use every budget whose fitted optimum lies between measured d (at least one each side);
     # `bracketed` (two each side) is reported per budget and listed here
-    fitted = [e for e in per_budget.values() if e.get("val", {}).get("ok") and e["val"]["inside_grid"]
-              and e["val"]["se_ln_d"] == e["val"]["se_ln_d"]]
-    scaling = {"budgets": [e["budget"] for e in fitted],
-               "bracketed": [e["budget"] for e in fitted if e["val"]["bracketed"]]}
+    fitted = [
+        e
+        for e in per_budget.values()
+        if e.get("val", {}).get("ok") and e["val"]["inside_grid"] and e["val"]["se_ln_d"] == e["val"]["se_ln_d"]
+    ]
+    scaling = {
+        "budgets": [e["budget"] for e in fitted],
+        "bracketed": [e["budget"] for e in fitted if e["val"]["bracketed"]],
+    }
     if len(fitted) >= 2:
         cs = [e["budget"] for e in fitted]
         # each point drawn with the spread of its own 95% interval (Student t on the fit's few degrees of freedom)
@@ -163,8 +227,10 @@ def grid_fits(rows: list[dict]) -> dict:
             pts = [e for e in fitted if e.get(split, {}).get("ok") and e[split]["y_lo"] == e[split]["y_lo"]]
             if len(pts) >= 2:
                 scaling[f"{split}_bpb"] = fit_power(
-                    [e["budget"] for e in pts], [e[split]["y_opt"] for e in pts],
-                    [(e[split]["y_hi"] - e[split]["y_lo"]) / (2 * 1.96) / e[split]["y_opt"] for e in pts])
+                    [e["budget"] for e in pts],
+                    [e[split]["y_opt"] for e in pts],
+                    [(e[split]["y_hi"] - e[split]["y_lo"]) / (2 * 1.96) / e[split]["y_opt"] for e in pts],
+                )
     return {"budgets": per_budget, "scaling": scaling}
 
 
@@ -192,9 +258,17 @@ def seed_comparison(rows: list[dict]) -> list[dict]:
                 a = np.array([r[f"{split}_bpb"] for r in multi[best]])
                 b = np.array([r[f"{split}_bpb"] for r in multi[d]])
                 t, pval = stats.ttest_ind(b, a, equal_var=False)
-                row[split] = {"best_mean": float(a.mean()), "best_sd": float(a.std(ddof=1)), "n_best": len(a),
-                              "mean": float(b.mean()), "sd": float(b.std(ddof=1)), "n": len(b),
-                              "diff": float(b.mean() - a.mean()), "t": float(t), "p": float(pval)}
+                row[split] = {
+                    "best_mean": float(a.mean()),
+                    "best_sd": float(a.std(ddof=1)),
+                    "n_best": len(a),
+                    "mean": float(b.mean()),
+                    "sd": float(b.std(ddof=1)),
+                    "n": len(b),
+                    "diff": float(b.mean() - a.mean()),
+                    "t": float(t),
+                    "p": float(pval),
+                }
             out.append(row)
     return out
 
@@ -203,26 +277,65 @@ def lr_table(rows: list[dict]) -> list[dict]:
     """The LR check: every (budget, d) scanned at >= 3 factors; is the rule (x1) the best, and by how much not."""
     table = []
     for budget, d in sorted({(r["budget"], r["dim"]) for r in rows if r["factor"] != 1.0}):
-        mine = [r for r in rows if r["budget"] == budget and r["dim"] == d and r["seed"] == min(
-            x["seed"] for x in rows if x["budget"] == budget and x["dim"] == d)]
+        mine = [
+            r
+            for r in rows
+            if r["budget"] == budget
+            and r["dim"] == d
+            and r["seed"] == min(x["seed"] for x in rows if x["budget"] == budget and x["dim"] == d)
+        ]
         mine.sort(key=lambda r: r["factor"])
         best = min(mine, key=lambda r: r["val_bpb"])
         rule = next((r for r in mine if r["factor"] == 1.0), None)
-        table.append({"budget": budget, "dim": d, "factors": [r["factor"] for r in mine],
-                      "lrs": [r["lr"] for r in mine], "val_bpb": [r["val_bpb"] for r in mine],
-                      "best_factor": best["factor"], "best_val_bpb": best["val_bpb"],
-                      "rule_val_bpb": rule["val_bpb"] if rule else None,
-                      "rule_gap_bpb": round(rule["val_bpb"] - best["val_bpb"], 4) if rule else None,
-                      "best_at_edge": best["factor"] in (mine[0]["factor"], mine[-1]["factor"]) and len(mine) > 1})
+        table.append(
+            {
+                "budget": budget,
+                "dim": d,
+                "factors": [r["factor"] for r in mine],
+                "lrs": [r["lr"] for r in mine],
+                "val_bpb": [r["val_bpb"] for r in mine],
+                "best_factor": best["factor"],
+                "best_val_bpb": best["val_bpb"],
+                "rule_val_bpb": rule["val_bpb"] if rule else None,
+                "rule_gap_bpb": round(rule["val_bpb"] - best["val_bpb"], 4) if rule else None,
+                "best_at_edge": best["factor"] in (mine[0]["factor"], mine[-1]["factor"]) and len(mine) > 1,
+            }
+        )
     return table
 
 
 # ------------------------------------------------------------------ writing
 
-RUN_COLUMNS = ("budget", "dim", "heads", "seed", "factor", "lr", "params", "tokens", "train_flops", "steps", "total_steps",
-               "warmup_steps", "best_step", "stopped_early_at", "val_loss", "test_loss", "val_bpb", "test_bpb",
-               "test_ppl", "precision", "train_s", "wall_s", "threads", "parallel", "resumed", "loadavg_start",
-               "loadavg_end", "run")
+RUN_COLUMNS = (
+    "budget",
+    "dim",
+    "heads",
+    "seed",
+    "factor",
+    "lr",
+    "params",
+    "tokens",
+    "train_flops",
+    "steps",
+    "total_steps",
+    "warmup_steps",
+    "best_step",
+    "stopped_early_at",
+    "val_loss",
+    "test_loss",
+    "val_bpb",
+    "test_bpb",
+    "test_ppl",
+    "precision",
+    "train_s",
+    "wall_s",
+    "threads",
+    "parallel",
+    "resumed",
+    "loadavg_start",
+    "loadavg_end",
+    "run",
+)
 
 
 def summarize(out: str | Path, baselines: dict | None = None) -> dict:
@@ -237,9 +350,15 @@ def summarize(out: str | Path, baselines: dict | None = None) -> dict:
     if baselines is None and (out / "baselines.json").exists():
         baselines = json.loads((out / "baselines.json").read_text())
     fits = grid_fits(rows) if settings.get("mode", "flops") == "flops" else {}
-    data = {"settings": settings, "rows": rows, "fits": fits, "lr_check": lr_table(rows), "baselines": baselines,
-            "seed_comparison": seed_comparison(rows),
-            "wall_s_total": round(sum(r["wall_s"] or 0 for r in rows), 1)}
+    data = {
+        "settings": settings,
+        "rows": rows,
+        "fits": fits,
+        "lr_check": lr_table(rows),
+        "baselines": baselines,
+        "seed_comparison": seed_comparison(rows),
+        "wall_s_total": round(sum(r["wall_s"] or 0 for r in rows), 1),
+    }
     (out / "isoflop.json").write_text(json.dumps(data, indent=1))
     if rows:
         from rag.lm.isoflop_plots import plot_grid
@@ -253,8 +372,13 @@ def fit_lines(data: dict) -> list[str]:
     lines = []
     for key, e in sorted((data.get("fits") or {}).get("budgets", {}).items(), key=lambda kv: float(kv[0])):
         f = e.get("val", {})
-        lines.append(f"C={float(key):.3g}: " + (
-            f"d_opt {f['d_opt']:.0f} (95%: {f['d_lo']:.0f} to {f['d_hi']:.0f}), min val bpb {f['y_opt']:.4f} "
-            f"(95%: {f['y_lo']:.4f} to {f['y_hi']:.4f}){'' if f['bracketed'] else ' (NOT bracketed by 2 points each side)'}"
-            if f.get("ok") else f.get("why", "fewer than 3 d")))
+        lines.append(
+            f"C={float(key):.3g}: "
+            + (
+                f"d_opt {f['d_opt']:.0f} (95%: {f['d_lo']:.0f} to {f['d_hi']:.0f}), min val bpb {f['y_opt']:.4f} "
+                f"(95%: {f['y_lo']:.4f} to {f['y_hi']:.4f}){'' if f['bracketed'] else ' (NOT bracketed by 2 points each side)'}"
+                if f.get("ok")
+                else f.get("why", "fewer than 3 d")
+            )
+        )
     return lines

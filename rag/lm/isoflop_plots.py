@@ -1,4 +1,5 @@
 """Plots and summary.md of an iso-FLOP (or token-matched) grid folder; see rag.lm.isoflop."""
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,13 @@ def _base_lines(ax, data: dict, split: str = "test") -> None:
     base = (data.get("baselines") or {}).get("models", {})
     for name, style in (("kn3", ":"), ("kn4", "--")):
         if name in base:
-            ax.axhline(base[name][f"{split}_bpb"], color="grey", linestyle=style, linewidth=1,
-                       label=f"modified KN {name[-1]}-gram ({base[name][f'{split}_bpb']:.3f})")
+            ax.axhline(
+                base[name][f"{split}_bpb"],
+                color="grey",
+                linestyle=style,
+                linewidth=1,
+                label=f"modified KN {name[-1]}-gram ({base[name][f'{split}_bpb']:.3f})",
+            )
 
 
 def plot_isoflop(data: dict, out: Path) -> None:
@@ -50,7 +56,11 @@ def plot_isoflop(data: dict, out: Path) -> None:
         err = [p["val_sd"] or 0 for p in pts]
         ax.errorbar(ds, ys, yerr=err, fmt="o", color=color, capsize=3, label=f"C = {_c(float(key))} FLOPs")
         for r in data["rows"]:  # single seeds of multi-seed points, faint
-            if r["budget"] == float(key) and r["factor"] == 1.0 and any(p["n_seeds"] > 1 and p["dim"] == r["dim"] for p in pts):
+            if (
+                r["budget"] == float(key)
+                and r["factor"] == 1.0
+                and any(p["n_seeds"] > 1 and p["dim"] == r["dim"] for p in pts)
+            ):
                 ax.plot(r["dim"], r["val_bpb"], ".", color=color, alpha=0.35)
         fit = e.get("val", {})
         if fit.get("ok") and fit["inside_grid"]:
@@ -58,15 +68,26 @@ def plot_isoflop(data: dict, out: Path) -> None:
             used = [p["dim"] for p in pts if p.get("in_fit")]
             x = np.linspace(math.log(min(used)), math.log(max(used)), 100)
             ax.plot(np.exp(x), a + b * x + c * x * x, "-", color=color, linewidth=1)
-            ax.errorbar([fit["d_opt"]], [fit["y_opt"]], xerr=[[fit["d_opt"] - fit["d_lo"]], [fit["d_hi"] - fit["d_opt"]]],
-                        fmt="*", color=color, markersize=12, capsize=3, markeredgecolor="black")
+            ax.errorbar(
+                [fit["d_opt"]],
+                [fit["y_opt"]],
+                xerr=[[fit["d_opt"] - fit["d_lo"]], [fit["d_hi"] - fit["d_opt"]]],
+                fmt="*",
+                color=color,
+                markersize=12,
+                capsize=3,
+                markeredgecolor="black",
+            )
     ax.set_xscale("log", base=2)
     all_d = [r["dim"] for r in data["rows"]]
     if all_d:
         ax.set_xlim(min(all_d) / 1.3, max(all_d) * 1.3)
-    ax.set(xlabel="embedding dimension d (log scale)", ylabel="validation bits per byte",
-           title="Iso-FLOP curves: validation bpb vs d at fixed training FLOPs\nline: parabola in ln d over the fitted "
-                 "points; star, bar: fitted optimum, 95% interval; error bars: seed sd")
+    ax.set(
+        xlabel="embedding dimension d (log scale)",
+        ylabel="validation bits per byte",
+        title="Iso-FLOP curves: validation bpb vs d at fixed training FLOPs\nline: parabola in ln d over the fitted "
+        "points; star, bar: fitted optimum, 95% interval; error bars: seed sd",
+    )
     ax.title.set_fontsize(9)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
@@ -79,19 +100,34 @@ def plot_scaling(data: dict, out: Path) -> None:
     import numpy as np
 
     fits = data["fits"]
-    fitted = [(float(k), e["val"]) for k, e in fits.get("budgets", {}).items()
-              if float(k) in fits.get("scaling", {}).get("budgets", [])]
+    fitted = [
+        (float(k), e["val"])
+        for k, e in fits.get("budgets", {}).items()
+        if float(k) in fits.get("scaling", {}).get("budgets", [])
+    ]
     if not fitted:
         return
     plt = _plt()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
     cs = np.array([c for c, _ in fitted])
     d = np.array([f["d_opt"] for _, f in fitted])
-    a1.errorbar(cs, d, yerr=[d - [f["d_lo"] for _, f in fitted], [f["d_hi"] for _, f in fitted] - d], fmt="o",
-                capsize=4, label="fitted d_opt (95% interval)")
+    a1.errorbar(
+        cs,
+        d,
+        yerr=[d - [f["d_lo"] for _, f in fitted], [f["d_hi"] for _, f in fitted] - d],
+        fmt="o",
+        capsize=4,
+        label="fitted d_opt (95% interval)",
+    )
     y = np.array([f["y_opt"] for _, f in fitted])
-    a2.errorbar(cs, y, yerr=[y - [f["y_lo"] for _, f in fitted], [f["y_hi"] for _, f in fitted] - y], fmt="o",
-                capsize=4, label="fitted min validation bpb (95%)")
+    a2.errorbar(
+        cs,
+        y,
+        yerr=[y - [f["y_lo"] for _, f in fitted], [f["y_hi"] for _, f in fitted] - y],
+        fmt="o",
+        capsize=4,
+        label="fitted min validation bpb (95%)",
+    )
     grid = np.geomspace(cs.min() / 1.5, cs.max() * 1.5, 50)
     sc = fits.get("scaling", {})
     if sc.get("d_opt", {}).get("ok"):
@@ -142,8 +178,11 @@ def plot_tokens(data: dict, out: Path) -> None:
     ax.plot([r["dim"] for r in rows], [r["test_bpb"] for r in rows], "s--", label="test bpb (same checkpoint)")
     _base_lines(ax, data, "val")
     ax.set_xscale("log", base=2)
-    ax.set(xlabel="embedding dimension d", ylabel="bits per byte",
-           title=f"Token-matched: {fmt_count(budget)} training tokens per d, best validation checkpoint")
+    ax.set(
+        xlabel="embedding dimension d",
+        ylabel="bits per byte",
+        title=f"Token-matched: {fmt_count(budget)} training tokens per d, best validation checkpoint",
+    )
     ax.title.set_fontsize(9)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
@@ -164,69 +203,115 @@ def _interval(f: dict) -> str:
 
 def summary_md(data: dict, out: Path | None = None) -> str:
     s = data["settings"]
-    lines = [f"# {'Iso-FLOP grid' if s.get('mode', 'flops') == 'flops' else 'Token-matched curve'} (generated)", "",
-             f"Corpus {s.get('corpus')}, V={s.get('vocab')}, {s.get('layers')} layers, heads {s.get('heads')} while "
-             f"d/heads >= {s.get('min_head')} (else d/{s.get('min_head')}), context {s.get('context')}, batch "
-             f"{s.get('batch')}, precision {s.get('precision')} for training and evaluation, LR {s.get('lr_rule')} × "
-             f"factor, warm-up {s.get('warmup_frac')} of each run then cosine to 10%, best of {s.get('slices')} "
-             f"validation checkpoints ({s.get('slice_eval_tokens')} tokens each) scored on the first "
-             f"{s.get('eval_tokens')} valid and test targets." + (f" Early stopping: patience {s['patience']}."
-                                                                     if s.get("patience") else ""), "",
-             ("| budget | d | heads | seed | LR× | params | tokens | steps | best step | val bpb | test bpb | wall s | "
-              "parallel | load |"), "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# {'Iso-FLOP grid' if s.get('mode', 'flops') == 'flops' else 'Token-matched curve'} (generated)",
+        "",
+        f"Corpus {s.get('corpus')}, V={s.get('vocab')}, {s.get('layers')} layers, heads {s.get('heads')} while "
+        f"d/heads >= {s.get('min_head')} (else d/{s.get('min_head')}), context {s.get('context')}, batch "
+        f"{s.get('batch')}, precision {s.get('precision')} for training and evaluation, LR {s.get('lr_rule')} × "
+        f"factor, warm-up {s.get('warmup_frac')} of each run then cosine to 10%, best of {s.get('slices')} "
+        f"validation checkpoints ({s.get('slice_eval_tokens')} tokens each) scored on the first "
+        f"{s.get('eval_tokens')} valid and test targets."
+        + (f" Early stopping: patience {s['patience']}." if s.get("patience") else ""),
+        "",
+        (
+            "| budget | d | heads | seed | LR× | params | tokens | steps | best step | val bpb | test bpb | wall s | "
+            "parallel | load |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in sorted(data["rows"], key=lambda r: (r["budget"], r["dim"], r["factor"], r["seed"])):
-        lines.append(f"| {_c(r['budget'])} | {r['dim']} | {r['heads']} | {r['seed']} | {r['factor']:g} | "
-                     f"{r['params']:,} | {r['tokens']:,} | {r['steps']} | {r['best_step']} | {r['val_bpb']:.4f} | "
-                     f"{r['test_bpb']:.4f} | {r['wall_s']} | {r['parallel']} | {r['loadavg_start']} |")
+        lines.append(
+            f"| {_c(r['budget'])} | {r['dim']} | {r['heads']} | {r['seed']} | {r['factor']:g} | "
+            f"{r['params']:,} | {r['tokens']:,} | {r['steps']} | {r['best_step']} | {r['val_bpb']:.4f} | "
+            f"{r['test_bpb']:.4f} | {r['wall_s']} | {r['parallel']} | {r['loadavg_start']} |"
+        )
     fits = data.get("fits") or {}
     if fits.get("budgets"):
-        lines += ["", ("## Fits (parabola in ln d of validation bpb over the best measured d and up to 2 neighbours "
-                       "each side; d in parentheses not fitted; 95% delta-method intervals)"), "",
-                  ("| budget | points (d) | fitted d_opt [95%] | fitted min val bpb [95%] | test-bpb fit d_opt | "
-                   "bracketed (≥2 each side) | best measured |"), "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            (
+                "## Fits (parabola in ln d of validation bpb over the best measured d and up to 2 neighbours "
+                "each side; d in parentheses not fitted; 95% delta-method intervals)"
+            ),
+            "",
+            (
+                "| budget | points (d) | fitted d_opt [95%] | fitted min val bpb [95%] | test-bpb fit d_opt | "
+                "bracketed (≥2 each side) | best measured |"
+            ),
+            "|---|---|---|---|---|---|---|",
+        ]
         for key, e in sorted(fits["budgets"].items(), key=lambda kv: float(kv[0])):
             f, t = e.get("val", {}), e.get("test", {})
             dims = ",".join(str(p["dim"]) if p.get("in_fit") else f"({p['dim']})" for p in e["points"])
             if f.get("ok"):
                 best = e["best_measured"]
-                lines.append(f"| {_c(float(key))} | {dims} | {_interval(f)} | {f['y_opt']:.4f} "
-                             f"[{f['y_lo']:.4f}, {f['y_hi']:.4f}] | {_interval(t) if t.get('ok') else '-'} | "
-                             f"{'yes' if f['bracketed'] else 'NO'} ({f['points_below']} below, {f['points_above']} above)"
-                             f" | d={best['dim']}: val {best['val_bpb']:.4f}, test {best['test_bpb']:.4f} |")
+                lines.append(
+                    f"| {_c(float(key))} | {dims} | {_interval(f)} | {f['y_opt']:.4f} "
+                    f"[{f['y_lo']:.4f}, {f['y_hi']:.4f}] | {_interval(t) if t.get('ok') else '-'} | "
+                    f"{'yes' if f['bracketed'] else 'NO'} ({f['points_below']} below, {f['points_above']} above)"
+                    f" | d={best['dim']}: val {best['val_bpb']:.4f}, test {best['test_bpb']:.4f} |"
+                )
             else:
                 lines.append(f"| {_c(float(key))} | {dims} | {f.get('why', 'too few points')} | | | | |")
         sc = fits.get("scaling", {})
         for name, what in (("d_opt", "d_opt(C)"), ("val_bpb", "min val bpb(C)"), ("test_bpb", "min test bpb(C)")):
             if sc.get(name, {}).get("ok"):
                 p = sc[name]
-                lines.append(f"\n{what} = {p['A']:.4g} · C^{p['k']:.4f}, exponent 95% [{p['k_lo']:.4f}, {p['k_hi']:.4f}] "
-                             f"over the budgets {', '.join(_c(c) for c in sc['budgets'])} (fitted optimum between "
-                             f"measured d; two or more each side at {', '.join(_c(c) for c in sc['bracketed']) or 'none'}).")
+                lines.append(
+                    f"\n{what} = {p['A']:.4g} · C^{p['k']:.4f}, exponent 95% [{p['k_lo']:.4f}, {p['k_hi']:.4f}] "
+                    f"over the budgets {', '.join(_c(c) for c in sc['budgets'])} (fitted optimum between "
+                    f"measured d; two or more each side at {', '.join(_c(c) for c in sc['bracketed']) or 'none'})."
+                )
     if data.get("seed_comparison"):
-        lines += ["", "## Seeds: is the best d distinguishable from its neighbours? (Welch t-test)", "",
-                  "| budget | best d (mean ± sd, n) | other d (mean ± sd, n) | split | difference (bpb) | p |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Seeds: is the best d distinguishable from its neighbours? (Welch t-test)",
+            "",
+            "| budget | best d (mean ± sd, n) | other d (mean ± sd, n) | split | difference (bpb) | p |",
+            "|---|---|---|---|---|---|",
+        ]
         for c in data["seed_comparison"]:
             for split in ("val", "test"):
                 v = c[split]
-                lines.append(f"| {_c(c['budget'])} | {c['best_dim']}: {v['best_mean']:.4f} ± {v['best_sd']:.4f} "
-                             f"({v['n_best']}) | {c['dim']}: {v['mean']:.4f} ± {v['sd']:.4f} ({v['n']}) | {split} | "
-                             f"{v['diff']:+.4f} | {v['p']:.3g} |")
+                lines.append(
+                    f"| {_c(c['budget'])} | {c['best_dim']}: {v['best_mean']:.4f} ± {v['best_sd']:.4f} "
+                    f"({v['n_best']}) | {c['dim']}: {v['mean']:.4f} ± {v['sd']:.4f} ({v['n']}) | {split} | "
+                    f"{v['diff']:+.4f} | {v['p']:.3g} |"
+                )
     if data.get("lr_check"):
-        lines += ["", "## LR check", "", "| budget | d | LR× | LR | val bpb | best | rule − best (bpb) |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## LR check",
+            "",
+            "| budget | d | LR× | LR | val bpb | best | rule − best (bpb) |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for row in data["lr_check"]:
             for f, lr, v in zip(row["factors"], row["lrs"], row["val_bpb"]):
-                lines.append(f"| {_c(row['budget'])} | {row['dim']} | {f:g} | {lr:.2e} | {v:.4f} | "
-                             f"{'←' if f == row['best_factor'] else ''} | "
-                             f"{row['rule_gap_bpb'] if f == 1.0 and row['rule_gap_bpb'] is not None else ''} |")
+                lines.append(
+                    f"| {_c(row['budget'])} | {row['dim']} | {f:g} | {lr:.2e} | {v:.4f} | "
+                    f"{'←' if f == row['best_factor'] else ''} | "
+                    f"{row['rule_gap_bpb'] if f == 1.0 and row['rule_gap_bpb'] is not None else ''} |"
+                )
     base = (data.get("baselines") or {}).get("models")
     if base:
-        lines += ["", "## n-gram baselines (same targets and bytes)", "", "| model | val bpb | test bpb | test ppl |",
-                  "|---|---|---|---|"]
+        lines += [
+            "",
+            "## n-gram baselines (same targets and bytes)",
+            "",
+            "| model | val bpb | test bpb | test ppl |",
+            "|---|---|---|---|",
+        ]
         for name, m in base.items():
             lines.append(f"| {name} | {m['val_bpb']:.4f} | {m['test_bpb']:.4f} | {m['test_ppl']:.1f} |")
-    lines += ["", (f"Total wall time of the runs: {data['wall_s_total'] / 60:.1f} min (measured on a shared 2-core "
-                   "machine under load from other work: wall times are not speed figures).")]
+    lines += [
+        "",
+        (
+            f"Total wall time of the runs: {data['wall_s_total'] / 60:.1f} min (measured on a shared 2-core "
+            "machine under load from other work: wall times are not speed figures)."
+        ),
+    ]
     for png in ("isoflop.png", "scaling.png", "lr_check.png", "token_curve.png"):
         if out is None or (out / png).exists():
             lines.append(f"\n![{png[:-4]}]({png})")

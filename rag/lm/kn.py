@@ -17,6 +17,7 @@ with floor=False (the unigram level is N1+(•w)/N1+(••), no uniform floor) 
 KneserNeyInterpolated, which the tests compare against.
 Scored targets and bytes are the LMs' (rag.lm.baselines.eval_targets, token_bytes); fitted on the train split only.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,7 +33,7 @@ def gram_keys(ids: np.ndarray, k: int, vocab: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     key = ids[:n].copy()
     for j in range(1, k):
-        key = key * vocab + ids[j:j + n]
+        key = key * vocab + ids[j : j + n]
     return key
 
 
@@ -84,7 +85,10 @@ class _Level:
 
     def context(self, ctx: np.ndarray):
         pos, hit = self._find(self.ctx, ctx)
-        pick = lambda a: np.where(hit, a[pos], 0.0)
+
+        def pick(a):
+            return np.where(hit, a[pos], 0.0)
+
         return pick(self.total), pick(self.n1), pick(self.n2), pick(self.n3)
 
     def discount(self, c: np.ndarray) -> np.ndarray:
@@ -103,7 +107,7 @@ class KneserNey:
                 keys, counts = np.unique(gram_keys(train_ids, k, vocab), return_counts=True)
             else:  # continuation counts: distinct left extensions of each k-gram
                 longer = np.unique(gram_keys(train_ids, k + 1, vocab))
-                keys, counts = np.unique(longer % (vocab ** k), return_counts=True)
+                keys, counts = np.unique(longer % (vocab**k), return_counts=True)
             self.levels.append(_Level(keys, counts, vocab, discount))
 
     def probs(self, ids: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -116,8 +120,9 @@ class KneserNey:
         for k, level in enumerate(self.levels, start=1):
             if k == 1:
                 c = level.count(w)
-                total, n1, n2, n3 = (np.full(len(t), a[0] if len(a) else 0.0) for a in
-                                     (level.total, level.n1, level.n2, level.n3))
+                total, n1, n2, n3 = (
+                    np.full(len(t), a[0] if len(a) else 0.0) for a in (level.total, level.n1, level.n2, level.n3)
+                )
                 if not self.floor:
                     p = np.where(total > 0, c / np.maximum(total, 1e-300), 0.0)
                     continue
@@ -138,7 +143,7 @@ class KneserNey:
 
     def distribution(self, context: list[int]) -> np.ndarray:
         """p(· | context) over the whole vocabulary (for the sums-to-one checks; small vocabularies)."""
-        ctx = list(context)[len(context) - (self.order - 1):] if self.order > 1 else []
+        ctx = list(context)[len(context) - (self.order - 1) :] if self.order > 1 else []
         return np.array([self.probs(np.array(ctx + [w]), np.array([len(ctx)]))[0] for w in range(self.vocab)])
 
 
@@ -161,20 +166,31 @@ def kn_baselines(tok, context: int, eval_tokens: int | None, orders=(3, 4)) -> d
         model = KneserNey(tok.ids["train"], tok.vocab, n)
         val = float(-np.log(model.probs(tok.ids["valid"], tv)).mean())
         test = float(-np.log(model.probs(tok.ids["test"], tt)).mean())
-        models[f"kn{n}"] = {"val_loss": round(val, 4), "test_loss": round(test, 4),
-                            "val_ppl": round(math.exp(val), 2), "test_ppl": round(math.exp(test), 2),
-                            "val_bpb": round(val * len(tv) / math.log(2) / bytes_v, 4),
-                            "test_bpb": round(test * len(tt) / math.log(2) / bytes_t, 4)}
+        models[f"kn{n}"] = {
+            "val_loss": round(val, 4),
+            "test_loss": round(test, 4),
+            "val_ppl": round(math.exp(val), 2),
+            "test_ppl": round(math.exp(test), 2),
+            "val_bpb": round(val * len(tv) / math.log(2) / bytes_v, 4),
+            "test_bpb": round(test * len(tt) / math.log(2) / bytes_t, 4),
+        }
         disc[f"kn{n}"] = [[round(x, 4) for x in level.d] for level in model.levels]
-    return {"models": models, "bytes": {"valid": bytes_v, "test": bytes_t},
-            "targets": {"valid": len(tv), "test": len(tt)}, "discounts": disc,
-            "method": "interpolated modified Kneser-Ney (Chen & Goodman), discounts per order from count-of-counts, "
-                      "uniform floor 1/V, counts from the train split"}
+    return {
+        "models": models,
+        "bytes": {"valid": bytes_v, "test": bytes_t},
+        "targets": {"valid": len(tv), "test": len(tt)},
+        "discounts": disc,
+        "method": "interpolated modified Kneser-Ney (Chen & Goodman), discounts per order from count-of-counts, "
+        "uniform floor 1/V, counts from the train split",
+    }
 
 
 def kn_lines(res: dict) -> list[str]:
-    return [f"{name}: val {m['val_bpb']:.4f} bpb (ppl {m['val_ppl']:.1f}), test {m['test_bpb']:.4f} bpb "
-            f"(ppl {m['test_ppl']:.1f}); discounts per order {res['discounts'][name]}" for name, m in res["models"].items()]
+    return [
+        f"{name}: val {m['val_bpb']:.4f} bpb (ppl {m['val_ppl']:.1f}), test {m['test_bpb']:.4f} bpb "
+        f"(ppl {m['test_ppl']:.1f}); discounts per order {res['discounts'][name]}"
+        for name, m in res["models"].items()
+    ]
 
 
 def grid_baselines(settings, out, orders) -> dict:
@@ -185,8 +201,13 @@ def grid_baselines(settings, out, orders) -> dict:
     from rag.lm.data import prepare
 
     path = out / "baselines.json"
-    key = {"corpus": settings.corpus, "vocab": settings.vocab, "context": settings.context,
-           "eval_tokens": settings.eval_tokens, "orders": list(orders)}
+    key = {
+        "corpus": settings.corpus,
+        "vocab": settings.vocab,
+        "context": settings.context,
+        "eval_tokens": settings.eval_tokens,
+        "orders": list(orders),
+    }
     if path.exists():
         saved = json.loads(path.read_text())
         if saved.get("key") == key:

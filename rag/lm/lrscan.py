@@ -4,6 +4,7 @@ Each run gets the same training FLOPs (--flops) or tokens (--tokens), its own wa
 and is scored on the same validation tokens. The verdict per d: is the default rule's validation loss
 within 10% of the best loss found (and by how much perplexity differs)?
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,15 @@ def rule(dim: int) -> float:
     return 2e-3 * math.sqrt(128 / dim)
 
 
-def run_scan(base: TrainConfig, dims: list[int], factors: list[float], out: str, flops: float | None = None,
-             tokens: int | None = None, progress=None) -> dict:
+def run_scan(
+    base: TrainConfig,
+    dims: list[int],
+    factors: list[float],
+    out: str,
+    flops: float | None = None,
+    tokens: int | None = None,
+    progress=None,
+) -> dict:
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []
@@ -35,37 +43,77 @@ def run_scan(base: TrainConfig, dims: list[int], factors: list[float], out: str,
             if (run / "result.json").exists():
                 r = read_json(run / "result.json", f"delete {run} and run the scan again")
             else:
-                cfg = replace(base, model=model, out=str(run), tokens=max(n_tokens, base.batch * model.context),
-                              lr=rule(d) * f, samples=0, resume=(run / "ckpt").exists())
+                cfg = replace(
+                    base,
+                    model=model,
+                    out=str(run),
+                    tokens=max(n_tokens, base.batch * model.context),
+                    lr=rule(d) * f,
+                    samples=0,
+                    resume=(run / "ckpt").exists(),
+                )
                 r = train(cfg, progress=progress)
-            results.append({"dim": d, "factor": f, "lr": rule(d) * f, "tokens": r["tokens_seen"],
-                            "val_loss": r["val_loss"], "val_ppl": r["val_ppl"]})
+            results.append(
+                {
+                    "dim": d,
+                    "factor": f,
+                    "lr": rule(d) * f,
+                    "tokens": r["tokens_seen"],
+                    "val_loss": r["val_loss"],
+                    "val_ppl": r["val_ppl"],
+                }
+            )
     verdicts, lines = [], ["| d | LR factor | LR | tokens | val loss | val ppl |", "|---|---|---|---|---|---|"]
     for d in dims:
         mine = sorted((r for r in results if r["dim"] == d), key=lambda r: r["factor"])
         for r in mine:
-            lines.append(f"| {d} | {r['factor']:g} | {r['lr']:.2e} | {r['tokens']:,} | {r['val_loss']:.4f} | {r['val_ppl']:.1f} |")
+            lines.append(
+                f"| {d} | {r['factor']:g} | {r['lr']:.2e} | {r['tokens']:,} | {r['val_loss']:.4f} | {r['val_ppl']:.1f} |"
+            )
         best = min(mine, key=lambda r: r["val_loss"])
         default = next((r for r in mine if r["factor"] == 1), None)
         if default is None:
-            verdicts.append(f"d={d}: best LR {best['lr']:.2e} (×{best['factor']:g}); the scan did not include the rule itself")
+            verdicts.append(
+                f"d={d}: best LR {best['lr']:.2e} (×{best['factor']:g}); the scan did not include the rule itself"
+            )
             continue
         gap = default["val_loss"] / best["val_loss"] - 1
         ok = gap <= TOLERANCE
-        edge = " (the best is at the edge of the scan: a wider scan may find better)" if best is not default and \
-            best["factor"] in (min(factors), max(factors)) else ""
-        verdicts.append(f"d={d}: the rule 2e-3·sqrt(128/d) = {default['lr']:.2e} gives val loss {default['val_loss']:.4f} "
-                        f"(ppl {default['val_ppl']:.1f}); the best found is ×{best['factor']:g} = {best['lr']:.2e} with "
-                        f"{best['val_loss']:.4f} (ppl {best['val_ppl']:.1f}): the rule is {100 * gap:.1f}% above the best "
-                        f"loss, {'within' if ok else 'NOT within'} {100 * TOLERANCE:.0f}%{edge}.")
-    budget = (f"every run sees {tokens:,} tokens" if tokens else
-              f"every run gets {flops:.3g} training FLOPs (compute-matched across d)")
-    scan = {"dims": dims, "factors": factors, "budget_rule": f"LR scan: {budget}; warm-up + cosine per run.",
-            "results": results, "verdicts": verdicts, "table": "\n".join(lines)}
+        edge = (
+            " (the best is at the edge of the scan: a wider scan may find better)"
+            if best is not default and best["factor"] in (min(factors), max(factors))
+            else ""
+        )
+        verdicts.append(
+            f"d={d}: the rule 2e-3·sqrt(128/d) = {default['lr']:.2e} gives val loss {default['val_loss']:.4f} "
+            f"(ppl {default['val_ppl']:.1f}); the best found is ×{best['factor']:g} = {best['lr']:.2e} with "
+            f"{best['val_loss']:.4f} (ppl {best['val_ppl']:.1f}): the rule is {100 * gap:.1f}% above the best "
+            f"loss, {'within' if ok else 'NOT within'} {100 * TOLERANCE:.0f}%{edge}."
+        )
+    budget = (
+        f"every run sees {tokens:,} tokens"
+        if tokens
+        else f"every run gets {flops:.3g} training FLOPs (compute-matched across d)"
+    )
+    scan = {
+        "dims": dims,
+        "factors": factors,
+        "budget_rule": f"LR scan: {budget}; warm-up + cosine per run.",
+        "results": results,
+        "verdicts": verdicts,
+        "table": "\n".join(lines),
+    }
     (out_dir / "lr_scan.json").write_text(json.dumps(scan, indent=1))
     report = out_dir / "lr_scan.md"
-    report.write_text("# LR scan\n\n" + scan["budget_rule"] + "\n\n" + scan["table"] + "\n\n" +
-                      "\n".join(f"- {v}" for v in verdicts) + "\n")
+    report.write_text(
+        "# LR scan\n\n"
+        + scan["budget_rule"]
+        + "\n\n"
+        + scan["table"]
+        + "\n\n"
+        + "\n".join(f"- {v}" for v in verdicts)
+        + "\n"
+    )
     plot_scan(results, dims, out_dir, scan["budget_rule"])
     scan["report"] = str(report)
     return scan
@@ -83,8 +131,11 @@ def plot_scan(results: list[dict], dims: list[int], out_dir: Path, title: str) -
         ax.plot([r["lr"] for r in mine], [r["val_loss"] for r in mine], "o-", label=f"d={d}")
         ax.axvline(rule(d), linestyle=":", color=ax.lines[-1].get_color(), linewidth=1)
     ax.set_xscale("log")
-    ax.set(xlabel="peak learning rate (dotted: the default rule)", ylabel="validation loss (nats/token)",
-           title=f"LR scan\n{title}")
+    ax.set(
+        xlabel="peak learning rate (dotted: the default rule)",
+        ylabel="validation loss (nats/token)",
+        title=f"LR scan\n{title}",
+    )
     ax.title.set_fontsize(9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)

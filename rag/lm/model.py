@@ -11,6 +11,7 @@ projections of each block are further divided by sqrt(2L); biases 0, LayerNorm w
 head, "scaled" makes the first logits larger at small d; "gpt2" keeps the initial loss near ln V at
 every d, so all points of the sweep start alike.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,18 +34,20 @@ class GPTConfig:
     context: int = 128
     tie: bool = True
     pos: str = "learned"
-    init_std: float = 0.02       # the std of init "gpt2"
-    init: str = "gpt2"           # gpt2: N(0, init_std); scaled: N(0, 1/sqrt(d))
+    init_std: float = 0.02  # the std of init "gpt2"
+    init: str = "gpt2"  # gpt2: N(0, init_std); scaled: N(0, 1/sqrt(d))
 
     def std(self) -> float:
-        return self.dim ** -0.5 if self.init == "scaled" else self.init_std
+        return self.dim**-0.5 if self.init == "scaled" else self.init_std
 
     def check(self) -> "GPTConfig":
         """Refuse impossible shapes before any weight is allocated."""
         from rag.config import RagError
 
         if self.dim % self.heads:
-            raise RagError(f"d={self.dim} is not divisible by heads={self.heads}; pick d a multiple of {self.heads} or change --heads")
+            raise RagError(
+                f"d={self.dim} is not divisible by heads={self.heads}; pick d a multiple of {self.heads} or change --heads"
+            )
         if self.pos not in POSITIONS:
             raise RagError(f"unknown --pos {self.pos!r}; use one of {', '.join(POSITIONS)}")
         if self.init not in INITS:
@@ -173,15 +176,22 @@ class GPT(nn.Module):
         if not self.fused_loss:  # plain path (torch.compile fuses this one itself)
             logits = F.linear(h, self.output_weight())
             return logits, F.cross_entropy(logits.float().flatten(0, 1), targets.reshape(-1))
-        return None, linear_cross_entropy(h.flatten(0, 1), self.output_weight(), targets.reshape(-1),
-                                          mm_dtype=self.head_dtype)
+        return None, linear_cross_entropy(
+            h.flatten(0, 1), self.output_weight(), targets.reshape(-1), mm_dtype=self.head_dtype
+        )
 
     @torch.no_grad()
-    def generate(self, idx: torch.Tensor, new_tokens: int, temperature: float = 0.8, top_k: int = 40,
-                 generator: torch.Generator | None = None) -> torch.Tensor:
+    def generate(
+        self,
+        idx: torch.Tensor,
+        new_tokens: int,
+        temperature: float = 0.8,
+        top_k: int = 40,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
         """Sample new_tokens continuations of idx [B, T] (top-k, temperature)."""
         for _ in range(new_tokens):
-            logits = self(idx[:, -self.cfg.context:])[:, -1, :].float() / temperature
+            logits = self(idx[:, -self.cfg.context :])[:, -1, :].float() / temperature
             kth = torch.topk(logits, top_k).values[:, -1:]
             probs = F.softmax(logits.masked_fill(logits < kth, float("-inf")), dim=-1)
             idx = torch.cat([idx, torch.multinomial(probs, 1, generator=generator)], dim=1)
@@ -206,7 +216,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         dw = torch.zeros(w.shape, dtype=torch.float32, device=w.device)
         total = torch.zeros((), dtype=torch.float32, device=h.device)
         for s in range(0, n, chunk):
-            hc, yc = h[s:s + chunk], y[s:s + chunk]
+            hc, yc = h[s : s + chunk], y[s : s + chunk]
             logits = (hc @ w.t()).float()
             lse = torch.logsumexp(logits, dim=-1)
             rows = torch.arange(len(yc), device=h.device)
@@ -215,7 +225,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
             g[rows, yc] -= 1.0
             if g.dtype != hc.dtype and not torch.is_autocast_enabled(h.device.type):
                 g = g.to(hc.dtype)
-            dh[s:s + chunk] = g @ w
+            dh[s : s + chunk] = g @ w
             dw += g.t() @ hc
         ctx.save_for_backward(dh, dw)
         ctx.dtypes = dtypes
@@ -228,8 +238,9 @@ class _LinearCrossEntropy(torch.autograd.Function):
         return (dh * scale).to(ctx.dtypes[0]), (dw * scale).to(ctx.dtypes[1]), None, None, None
 
 
-def linear_cross_entropy(h: torch.Tensor, w: torch.Tensor, y: torch.Tensor, chunk: int = 512,
-                         mm_dtype: torch.dtype | None = None) -> torch.Tensor:
+def linear_cross_entropy(
+    h: torch.Tensor, w: torch.Tensor, y: torch.Tensor, chunk: int = 512, mm_dtype: torch.dtype | None = None
+) -> torch.Tensor:
     """Mean cross-entropy of logits h @ w.T against y, without storing the [N, V] logits."""
     if not torch.is_grad_enabled() or not (h.requires_grad or w.requires_grad):
         if mm_dtype is not None:
@@ -240,6 +251,7 @@ def linear_cross_entropy(h: torch.Tensor, w: torch.Tensor, y: torch.Tensor, chun
 
 # ---------------------------------------------------------------- accounting (no weights needed)
 
+
 def param_counts(cfg: GPTConfig) -> dict:
     """Parameter counts by part, by hand (a test checks them against the real module)."""
     d, V, L = cfg.dim, cfg.vocab, cfg.layers
@@ -248,20 +260,32 @@ def param_counts(cfg: GPTConfig) -> dict:
     position = cfg.context * d if cfg.pos == "learned" else 0
     head = 0 if cfg.tie else V * d
     total = embedding + position + L * per_block + 2 * d + head
-    return {"params": total, "embedding_params": embedding, "position_params": position,
-            "head_params": head, "block_params": L * per_block, "embedding_share": embedding / total}
+    return {
+        "params": total,
+        "embedding_params": embedding,
+        "position_params": position,
+        "head_params": head,
+        "block_params": L * per_block,
+        "embedding_share": embedding / total,
+    }
 
 
 def flops_per_token(cfg: GPTConfig) -> dict:
     """Matmul FLOPs per token (nanoGPT/PaLM convention: train = 3 x forward, full T x T scores)."""
     d, V, L, T = cfg.dim, cfg.vocab, cfg.layers, cfg.context
-    attn_proj = 2 * L * 4 * d * d      # qkv + output projection, forward
-    attn_scores = 2 * L * 2 * T * d    # q.k^T and att.v, forward
-    mlp = 2 * L * 8 * d * d            # fc and fc_proj, forward
-    head = 2 * V * d                   # logits, forward
+    attn_proj = 2 * L * 4 * d * d  # qkv + output projection, forward
+    attn_scores = 2 * L * 2 * T * d  # q.k^T and att.v, forward
+    mlp = 2 * L * 8 * d * d  # fc and fc_proj, forward
+    head = 2 * V * d  # logits, forward
     forward = attn_proj + attn_scores + mlp + head
-    return {"attention_fwd": attn_proj + attn_scores, "attention_scores_fwd": attn_scores, "mlp_fwd": mlp,
-            "head_fwd": head, "forward": forward, "train": 3 * forward}
+    return {
+        "attention_fwd": attn_proj + attn_scores,
+        "attention_scores_fwd": attn_scores,
+        "mlp_fwd": mlp,
+        "head_fwd": head,
+        "forward": forward,
+        "train": 3 * forward,
+    }
 
 
 def accounting(cfg: GPTConfig) -> dict:
@@ -269,8 +293,13 @@ def accounting(cfg: GPTConfig) -> dict:
     counts = param_counts(cfg)
     P = counts["params"]
     flops = flops_per_token(cfg)
-    return {**cfg.to_dict(), **counts,
-            "bytes_fp32": 4 * P, "bytes_fp16": 2 * P,
-            "train_mem_est_bytes": 16 * P,  # fp32 weights + grads + Adam m and v
-            "heuristic_dim_1_5_sqrt_v": 1.5 * math.sqrt(cfg.vocab),
-            "flops_per_token": flops["train"], "flops": flops}
+    return {
+        **cfg.to_dict(),
+        **counts,
+        "bytes_fp32": 4 * P,
+        "bytes_fp16": 2 * P,
+        "train_mem_est_bytes": 16 * P,  # fp32 weights + grads + Adam m and v
+        "heuristic_dim_1_5_sqrt_v": 1.5 * math.sqrt(cfg.vocab),
+        "flops_per_token": flops["train"],
+        "flops": flops,
+    }

@@ -1,4 +1,5 @@
 """Where and how a training runs: device, precision, compile, DDP ranks, peak memory and peak FLOP/s."""
+
 from __future__ import annotations
 
 import contextlib
@@ -8,14 +9,23 @@ from dataclasses import dataclass
 from rag.config import RagError, current_rss_mb, peak_rss_mb
 
 # Dense bf16 peaks (FLOP/s, no sparsity) of common GPUs, by a substring of the device name.
-GPU_BF16_PEAK = {"H200": 989e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12, "L4": 121e12,
-                 "A10": 125e12, "RTX 4090": 165e12, "V100": 125e12, "T4": 65e12}
+GPU_BF16_PEAK = {
+    "H200": 989e12,
+    "H100": 989e12,
+    "A100": 312e12,
+    "L40S": 362e12,
+    "L4": 121e12,
+    "A10": 125e12,
+    "RTX 4090": 165e12,
+    "V100": 125e12,
+    "T4": 65e12,
+}
 
 
 @dataclass
 class Runtime:
-    device: str          # "cpu" | "cuda"
-    precision: str       # "fp32" | "bf16"
+    device: str  # "cpu" | "cuda"
+    precision: str  # "fp32" | "bf16"
     compile: bool
     rank: int = 0
     world: int = 1
@@ -101,16 +111,22 @@ def is_oom(exc: BaseException) -> bool:
         return True
     text = str(exc).lower()
     return isinstance(exc, (RuntimeError, MemoryError)) and (
-        isinstance(exc, MemoryError) or "out of memory" in text or "not enough memory" in text
-        or "can't allocate memory" in text)
+        isinstance(exc, MemoryError)
+        or "out of memory" in text
+        or "not enough memory" in text
+        or "can't allocate memory" in text
+    )
 
 
 def oom_error(dim: int, batch: int, where: str) -> RagError:
-    return RagError(f"out of memory at d={dim} ({where}, batch {batch}); reduce --batch (e.g. --batch {max(1, batch // 2)}) "
-                    "or --dim/--layers")
+    return RagError(
+        f"out of memory at d={dim} ({where}, batch {batch}); reduce --batch (e.g. --batch {max(1, batch // 2)}) "
+        "or --dim/--layers"
+    )
 
 
 # ------------------------------------------------------------------ memory and FLOP/s
+
 
 def reset_peak_memory(device: str) -> None:
     """Start a fresh peak: CUDA allocator stats, or the kernel's peak RSS (VmHWM) of this process."""
@@ -172,8 +188,10 @@ def both_peaks(device: str) -> dict[str, float]:
     key = (device, torch.get_num_threads())
     if key not in PEAKS:
         bf16 = device == "cuda" or cpu_has_bf16()
-        PEAKS[key] = {"fp32": matmul_peak(device, torch.float32),
-                      "bf16": matmul_peak(device, torch.bfloat16) if bf16 else float("nan")}
+        PEAKS[key] = {
+            "fp32": matmul_peak(device, torch.float32),
+            "bf16": matmul_peak(device, torch.bfloat16) if bf16 else float("nan"),
+        }
     return PEAKS[key]
 
 
@@ -194,4 +212,4 @@ def matmul_peak(device: str = "cpu", dtype=None, n: int = 2048, seconds: float =
         a @ b
         reps += 1
     sync()
-    return 2 * n ** 3 * reps / (time.perf_counter() - t0)
+    return 2 * n**3 * reps / (time.perf_counter() - t0)

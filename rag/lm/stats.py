@@ -1,4 +1,5 @@
 """Small numeric helpers shared by the sweep and its report (no torch, no plotting)."""
+
 from __future__ import annotations
 
 import math

@@ -9,6 +9,7 @@ Two budget modes (`--budget`):
 - tokens (default on GPU): every d gets the same tokens (--tokens) or passes over the data (--epochs).
 The plan is written to sweep.json once the budget is known; --resume reads it back.
 """
+
 from __future__ import annotations
 
 import csv
@@ -26,10 +27,12 @@ from rag.lm.model import GPT, GPTConfig, flops_per_token
 from rag.lm.runtime import choose
 from rag.lm.train import TrainConfig, train
 
-COLUMNS = ("dim,layers,heads,vocab,tied,pos,init,params,embedding_params,position_params,embedding_share,bytes_fp32,"
-           "bytes_fp16,train_mem_est_bytes,tokens_seen,train_flops,val_loss,test_loss,val_ppl,test_ppl,val_bpb,test_bpb,"
-           "bigram_test_ppl,vs_bigram_test_ppl,epoch_s,tokens_per_s,peak_mem_bytes,flops_per_token,achieved_flops,mfu,"
-           "mfu_fp32,mfu_bf16,device").split(",")
+COLUMNS = (
+    "dim,layers,heads,vocab,tied,pos,init,params,embedding_params,position_params,embedding_share,bytes_fp32,"
+    "bytes_fp16,train_mem_est_bytes,tokens_seen,train_flops,val_loss,test_loss,val_ppl,test_ppl,val_bpb,test_bpb,"
+    "bigram_test_ppl,vs_bigram_test_ppl,epoch_s,tokens_per_s,peak_mem_bytes,flops_per_token,achieved_flops,mfu,"
+    "mfu_fp32,mfu_bf16,device"
+).split(",")
 SAFETY = 0.85
 BUDGETS = ("auto", "compute", "tokens")
 CONFIRM_S = 2 * 3600
@@ -99,16 +102,24 @@ def plan_budget(base: TrainConfig, dims: list[int], budget: str, minutes: float 
     """The per-d steps of a sweep, and how they were chosen."""
     per_step = base.batch * base.model.context
     fpt = {d: flops_per_token(replace(base.model, dim=d))["train"] for d in dims}
-    plan = {"dims": dims, "budget": budget, "minutes": minutes, "batch": base.batch, "context": base.model.context,
-            "flops_per_token": {str(d): fpt[d] for d in dims}}
+    plan = {
+        "dims": dims,
+        "budget": budget,
+        "minutes": minutes,
+        "batch": base.batch,
+        "context": base.model.context,
+        "flops_per_token": {str(d): fpt[d] for d in dims},
+    }
     rates = measure_rates(base, dims)  # also for the time estimate when the budget is given directly
     plan["probe_tokens_per_s"] = {str(d): round(r, 1) for d, r in rates.items()}
     if budget == "compute":
         if not flops:
             spare = SAFETY * minutes * 60 - sum(eval_equivalent_s(base, rates[d], base.slices) for d in dims)
             flops = max(1.0, spare) / sum(1 / (fpt[d] * rates[d]) for d in dims)
-            plan["budget_rule"] = (f"compute-matched: every d gets the same training FLOPs, sized from the measured "
-                                   f"throughput to fit {minutes:g} min (safety {SAFETY})")
+            plan["budget_rule"] = (
+                f"compute-matched: every d gets the same training FLOPs, sized from the measured "
+                f"throughput to fit {minutes:g} min (safety {SAFETY})"
+            )
         else:
             plan["budget_rule"] = "compute-matched: every d gets the same training FLOPs (--flops given)"
         steps = {d: max(10, round(flops / fpt[d] / per_step)) for d in dims}
@@ -126,8 +137,9 @@ def plan_budget(base: TrainConfig, dims: list[int], budget: str, minutes: float 
     plan["steps"] = {str(d): steps[d] for d in dims}
     plan["tokens_per_d"] = {str(d): steps[d] * per_step for d in dims}
     if rates:
-        plan["estimated_s"] = round(sum(steps[d] * per_step / rates[d] + eval_equivalent_s(base, rates[d], base.slices)
-                                        for d in dims), 1)
+        plan["estimated_s"] = round(
+            sum(steps[d] * per_step / rates[d] + eval_equivalent_s(base, rates[d], base.slices) for d in dims), 1
+        )
     return plan
 
 
@@ -147,8 +159,17 @@ def check_out(out_dir: Path) -> None:
         raise RagError(f"--out {out_dir} is not writable ({parent} denies writing); pick another folder")
 
 
-def run_sweep(base: TrainConfig, dims: list[int], out: str, minutes: float | None = None, progress=None,
-              on_result=None, budget: str = "auto", flops: float | None = None, confirm=None) -> dict:
+def run_sweep(
+    base: TrainConfig,
+    dims: list[int],
+    out: str,
+    minutes: float | None = None,
+    progress=None,
+    on_result=None,
+    budget: str = "auto",
+    flops: float | None = None,
+    confirm=None,
+) -> dict:
     """Train every d (skipping finished ones when resuming); returns {'rows', 'plan', 'report'}.
 
     confirm(plan) is asked before training when the estimate exceeds two hours; False stops the sweep.
@@ -163,15 +184,19 @@ def run_sweep(base: TrainConfig, dims: list[int], out: str, minutes: float | Non
     if base.resume and plan_path.exists():
         plan = read_json(plan_path, f"delete {out_dir} (or pick another --out) to start the sweep fresh")
         if plan.get("dims") != dims:
-            raise RagError(f"--resume refused: {plan_path} was planned for d={plan.get('dims')}, not {dims}; "
-                           "use the same --dims or another --out")
+            raise RagError(
+                f"--resume refused: {plan_path} was planned for d={plan.get('dims')}, not {dims}; "
+                "use the same --dims or another --out"
+            )
     else:
         if any((out_dir / f"d{d}" / "ckpt").exists() or (out_dir / f"d{d}" / "result.json").exists() for d in dims):
             raise RagError(f"{out_dir} already holds sweep runs; add --resume to continue or pick another --out")
         plan = plan_budget(base, dims, resolve_budget(budget), minutes, flops)
         if plan.get("estimated_s", 0) > CONFIRM_S and (confirm is None or not confirm(plan)):
-            raise RagError(f"the sweep would take about {plan['estimated_s'] / 3600:.1f} h on this machine; "
-                           "add --yes to run it anyway, or lower the budget")
+            raise RagError(
+                f"the sweep would take about {plan['estimated_s'] / 3600:.1f} h on this machine; "
+                "add --yes to run it anyway, or lower the budget"
+            )
         out_dir.mkdir(parents=True, exist_ok=True)
         plan_path.write_text(json.dumps(plan, indent=1))
         created = True
@@ -183,8 +208,15 @@ def run_sweep(base: TrainConfig, dims: list[int], out: str, minutes: float | Non
                 rows.append(read_json(run / "result.json", f"delete {run} and resume the sweep with --resume"))
             else:
                 steps = plan["steps"][str(d)]
-                cfg = replace(base, model=replace(base.model, dim=d), out=str(run), tokens=steps * plan["batch"] * plan["context"],
-                              epochs=None, minutes=None, resume=(run / "ckpt").exists())
+                cfg = replace(
+                    base,
+                    model=replace(base.model, dim=d),
+                    out=str(run),
+                    tokens=steps * plan["batch"] * plan["context"],
+                    epochs=None,
+                    minutes=None,
+                    resume=(run / "ckpt").exists(),
+                )
                 rows.append(train(cfg, progress=progress))
                 gc.collect()
             if on_result:
@@ -216,10 +248,15 @@ def load_sweep(out: str | Path) -> tuple[list[dict], dict]:
     if not (out_dir / "sweep.json").exists():
         raise RagError(f"{out_dir} holds no sweep (no sweep.json); run rag lm sweep --out {out_dir} first")
     plan = read_json(out_dir / "sweep.json", f"delete {out_dir} to start the sweep fresh")
-    rows = [read_json(out_dir / f"d{d}" / "result.json", f"delete {out_dir / f'd{d}'} and resume the sweep")
-            for d in plan["dims"] if (out_dir / f"d{d}" / "result.json").exists()]
+    rows = [
+        read_json(out_dir / f"d{d}" / "result.json", f"delete {out_dir / f'd{d}'} and resume the sweep")
+        for d in plan["dims"]
+        if (out_dir / f"d{d}" / "result.json").exists()
+    ]
     if not rows:
-        raise RagError(f"no d of the sweep in {out_dir} has finished yet; resume it with rag lm sweep --resume --out {out_dir}")
+        raise RagError(
+            f"no d of the sweep in {out_dir} has finished yet; resume it with rag lm sweep --resume --out {out_dir}"
+        )
     return rows, plan
 
 

@@ -4,6 +4,7 @@
 Under `torchrun --nproc_per_node=N` it trains with DistributedDataParallel (gloo on CPU, nccl on
 CUDA); every rank draws its own batches, rank 0 writes the run directory.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,16 @@ from rag.config import RagError
 from rag.lm import checkpoint as ckpt
 from rag.lm.data import PROBE_STEP, eval_batches, eval_token_count, prepare, train_batch
 from rag.lm.model import GPT, GPTConfig, accounting
-from rag.lm.runtime import Runtime, choose, current_memory, flops_peak, is_oom, oom_error, peak_memory, reset_peak_memory
+from rag.lm.runtime import (
+    Runtime,
+    choose,
+    current_memory,
+    flops_peak,
+    is_oom,
+    oom_error,
+    peak_memory,
+    reset_peak_memory,
+)
 
 SAMPLE_PROMPTS = ("The history of", "In 1998 , the", "The album was")
 
@@ -28,27 +38,27 @@ class TrainConfig:
     out: str = "results/lm/d256"
     model: GPTConfig = field(default_factory=GPTConfig)
     batch: int = 16
-    tokens: int | None = None        # token budget (all ranks together); else epochs; else minutes
+    tokens: int | None = None  # token budget (all ranks together); else epochs; else minutes
     epochs: float | None = None
     minutes: float | None = None
-    lr: float | None = None          # None: 2e-3 * sqrt(128 / d)
+    lr: float | None = None  # None: 2e-3 * sqrt(128 / d)
     min_lr_ratio: float = 0.1
-    warmup: int | None = None        # None: warmup_frac of the steps if given, else 10% of the steps, at most 100
-    warmup_frac: float | None = None # warm-up as a fixed fraction of each run's steps (the iso-FLOP grid: 0.1)
+    warmup: int | None = None  # None: warmup_frac of the steps if given, else 10% of the steps, at most 100
+    warmup_frac: float | None = None  # warm-up as a fixed fraction of each run's steps (the iso-FLOP grid: 0.1)
     weight_decay: float = 0.1
     clip: float = 1.0
     seed: int = 1337
-    slices: int = 4                  # checkpoints per run (or one per epoch, whichever is more)
+    slices: int = 4  # checkpoints per run (or one per epoch, whichever is more)
     eval_tokens: int | None = 32768  # valid/test tokens scored at the end (None: whole split)
-    slice_eval_tokens: int = 2048    # valid tokens scored at each checkpoint (for the curves)
+    slice_eval_tokens: int = 2048  # valid tokens scored at each checkpoint (for the curves)
     threads: int | None = None
-    precision: str = "auto"          # auto | fp32 | bf16 | bf16-head (see runtime.auto_precision)
-    compile: str = "auto"            # auto | on | off
-    samples: int = 3                 # generated sentences at the end
+    precision: str = "auto"  # auto | fp32 | bf16 | bf16-head (see runtime.auto_precision)
+    compile: str = "auto"  # auto | on | off
+    samples: int = 3  # generated sentences at the end
     resume: bool = False
-    best_val: bool = False           # score the best validation checkpoint (of the slice evaluations) on valid/test
-    patience: int | None = None      # early stopping: stop after this many slice evaluations without improvement
-    measure_peak: bool = True        # measure the matmul peaks for MFU at the end (a few seconds per process)
+    best_val: bool = False  # score the best validation checkpoint (of the slice evaluations) on valid/test
+    patience: int | None = None  # early stopping: stop after this many slice evaluations without improvement
+    measure_peak: bool = True  # measure the matmul peaks for MFU at the end (a few seconds per process)
 
     def learning_rate(self) -> float:
         return self.lr if self.lr is not None else 2e-3 * math.sqrt(128 / self.model.dim)
@@ -154,8 +164,10 @@ def train(cfg: TrainConfig, progress=None) -> dict:
         tok = prepare(cfg.corpus, mcfg.vocab)
     train_ids = tok.ids["train"]
     if len(train_ids) < mcfg.context + 2 or len(tok.ids["valid"]) < mcfg.context + 1:
-        raise RagError(f"corpus {cfg.corpus!r} is too short for --context {mcfg.context}: train has {len(train_ids)} "
-                       f"tokens, valid {len(tok.ids['valid'])}; use a bigger corpus or a smaller --context")
+        raise RagError(
+            f"corpus {cfg.corpus!r} is too short for --context {mcfg.context}: train has {len(train_ids)} "
+            f"tokens, valid {len(tok.ids['valid'])}; use a bigger corpus or a smaller --context"
+        )
     torch.manual_seed(cfg.seed)
     try:
         model = rt.prepare_model(GPT(mcfg).to(rt.device))
@@ -205,8 +217,15 @@ def train(cfg: TrainConfig, progress=None) -> dict:
                 curve.write(json.dumps(row) + "\n")
                 curve.flush()
             if progress:
-                progress({"dim": mcfg.dim, "step": step + 1, "total": total, "loss": value,
-                          "tokens_per_s": (step + 1) * tokens_per_step / max(1e-9, state["train_s"])})
+                progress(
+                    {
+                        "dim": mcfg.dim,
+                        "step": step + 1,
+                        "total": total,
+                        "loss": value,
+                        "tokens_per_s": (step + 1) * tokens_per_step / max(1e-9, state["train_s"]),
+                    }
+                )
     finally:
         if curve:
             curve.close()
@@ -225,8 +244,14 @@ def start_or_resume(cfg: TrainConfig, mcfg, out: Path, state, rt, tok, model, op
     if state is None:
         train_ids = tok.ids["train"]
         rate = probe_rate(model, train_ids, cfg, rt) if cfg.minutes and not cfg.tokens else None
-        state = {"model": mcfg.to_dict(), "train": _train_dict(cfg), "step": 0, "train_s": 0.0,
-                 "total_steps": plan_steps(cfg, len(train_ids), tokens_per_step, rate), "runtime": rt.describe()}
+        state = {
+            "model": mcfg.to_dict(),
+            "train": _train_dict(cfg),
+            "step": 0,
+            "train_s": 0.0,
+            "total_steps": plan_steps(cfg, len(train_ids), tokens_per_step, rate),
+            "runtime": rt.describe(),
+        }
         if rt.main:
             out.mkdir(parents=True, exist_ok=True)
             (out / "config.json").write_text(json.dumps({"model": state["model"], "train": state["train"]}, indent=1))
@@ -258,8 +283,10 @@ def optimizer_step(step_model, model, optimizer, x, y, rt, cfg: TrainConfig, ste
         raise
     value = loss.item()
     if not math.isfinite(value):
-        raise RagError(f"loss became {value} at step {step + 1} for d={dim}; lower --lr "
-                       f"(now {cfg.learning_rate():.2e}) or use --precision fp32, then start again")
+        raise RagError(
+            f"loss became {value} at step {step + 1} for d={dim}; lower --lr "
+            f"(now {cfg.learning_rate():.2e}) or use --precision fp32, then start again"
+        )
     return value
 
 
@@ -315,40 +342,74 @@ def finish(model, tok, cfg: TrainConfig, rt: Runtime, state: dict, tokens_per_st
     bits = lambda nats, split: nats * base["targets"][split] / math.log(2) / base["bytes"][split]  # noqa: E731
     bigram = base["models"]["bigram"]
     result = {
-        "dim": mcfg.dim, "layers": mcfg.layers, "heads": mcfg.heads, "vocab": mcfg.vocab, "tied": mcfg.tie,
-        "pos": mcfg.pos, "init": mcfg.init, "params": acc["params"], "embedding_params": acc["embedding_params"],
-        "position_params": acc["position_params"], "embedding_share": round(acc["embedding_share"], 4),
-        "bytes_fp32": acc["bytes_fp32"], "bytes_fp16": acc["bytes_fp16"], "train_mem_est_bytes": acc["train_mem_est_bytes"],
-        "tokens_seen": tokens_seen, "train_flops": acc["flops_per_token"] * tokens_seen,
-        "val_loss": round(val, 4), "test_loss": round(test, 4),
-        "val_ppl": round(math.exp(val), 2), "test_ppl": round(math.exp(test), 2),
-        "val_bpb": round(bits(val, "valid"), 4), "test_bpb": round(bits(test, "test"), 4),
-        "bigram_test_ppl": bigram["test_ppl"], "vs_bigram_test_ppl": round(math.exp(test) / bigram["test_ppl"], 3),
-        "epoch_s": round(len(tok.ids["train"]) / rate, 1), "tokens_per_s": round(rate, 1), "peak_mem_bytes": peak_mem,
-        "flops_per_token": acc["flops_per_token"], "achieved_flops": round(achieved),
+        "dim": mcfg.dim,
+        "layers": mcfg.layers,
+        "heads": mcfg.heads,
+        "vocab": mcfg.vocab,
+        "tied": mcfg.tie,
+        "pos": mcfg.pos,
+        "init": mcfg.init,
+        "params": acc["params"],
+        "embedding_params": acc["embedding_params"],
+        "position_params": acc["position_params"],
+        "embedding_share": round(acc["embedding_share"], 4),
+        "bytes_fp32": acc["bytes_fp32"],
+        "bytes_fp16": acc["bytes_fp16"],
+        "train_mem_est_bytes": acc["train_mem_est_bytes"],
+        "tokens_seen": tokens_seen,
+        "train_flops": acc["flops_per_token"] * tokens_seen,
+        "val_loss": round(val, 4),
+        "test_loss": round(test, 4),
+        "val_ppl": round(math.exp(val), 2),
+        "test_ppl": round(math.exp(test), 2),
+        "val_bpb": round(bits(val, "valid"), 4),
+        "test_bpb": round(bits(test, "test"), 4),
+        "bigram_test_ppl": bigram["test_ppl"],
+        "vs_bigram_test_ppl": round(math.exp(test) / bigram["test_ppl"], 3),
+        "epoch_s": round(len(tok.ids["train"]) / rate, 1),
+        "tokens_per_s": round(rate, 1),
+        "peak_mem_bytes": peak_mem,
+        "flops_per_token": acc["flops_per_token"],
+        "achieved_flops": round(achieved),
         "mfu": round(achieved / peak, 4) if peak == peak else None,
         "mfu_fp32": round(achieved / peaks["fp32"], 4) if peaks["fp32"] == peaks["fp32"] else None,
         "mfu_bf16": round(achieved / peaks["bf16"], 4) if peaks["bf16"] == peaks["bf16"] else None,
         "device": rt.describe(),
         # extras (results.json only)
-        "train_s": round(state["train_s"], 1), "steps": state["step"], "batch": cfg.batch, "context": mcfg.context,
-        "lr": cfg.learning_rate(), "warmup_steps": state.get("warmup"), "total_steps": state["total_steps"],
-        "best_step": state.get("best_step"), "best_slice_val_loss": state.get("best_val_loss"),
-        "stopped_early_at": state.get("stopped_early_at"), "scored": "best-val" if cfg.best_val else "last",
-        "seed": cfg.seed, "precision": rt.precision,
-        "peak_flops": round(peak) if peak == peak else None, "peak_source": peak_source,
+        "train_s": round(state["train_s"], 1),
+        "steps": state["step"],
+        "batch": cfg.batch,
+        "context": mcfg.context,
+        "lr": cfg.learning_rate(),
+        "warmup_steps": state.get("warmup"),
+        "total_steps": state["total_steps"],
+        "best_step": state.get("best_step"),
+        "best_slice_val_loss": state.get("best_val_loss"),
+        "stopped_early_at": state.get("stopped_early_at"),
+        "scored": "best-val" if cfg.best_val else "last",
+        "seed": cfg.seed,
+        "precision": rt.precision,
+        "peak_flops": round(peak) if peak == peak else None,
+        "peak_source": peak_source,
         "peak_fp32_flops": round(peaks["fp32"]) if peaks["fp32"] == peaks["fp32"] else None,
         "peak_bf16_flops": round(peaks["bf16"]) if peaks["bf16"] == peaks["bf16"] else None,
-        "eval_tokens": {"valid": eval_token_count(tok.ids["valid"], mcfg.context, cfg.eval_tokens),
-                        "test": eval_token_count(tok.ids["test"], mcfg.context, cfg.eval_tokens)},
-        "eval_bytes": base["bytes"], "baselines": base["models"], "baseline_k": {"k2": base["k2"], "k3": base["k3"]},
-        "mem_baseline_bytes": state.get("mem_baseline_bytes"), "corpus": tok.corpus.name,
+        "eval_tokens": {
+            "valid": eval_token_count(tok.ids["valid"], mcfg.context, cfg.eval_tokens),
+            "test": eval_token_count(tok.ids["test"], mcfg.context, cfg.eval_tokens),
+        },
+        "eval_bytes": base["bytes"],
+        "baselines": base["models"],
+        "baseline_k": {"k2": base["k2"], "k3": base["k3"]},
+        "mem_baseline_bytes": state.get("mem_baseline_bytes"),
+        "corpus": tok.corpus.name,
         "train_tokens_per_epoch": int(len(tok.ids["train"])),
     }
     if rt.main:
         from rag.lm.data import load_tokenizer
 
-        result["samples"] = sample_text(model, load_tokenizer(tok.tokenizer_path), rt, cfg.samples) if cfg.samples else []
+        result["samples"] = (
+            sample_text(model, load_tokenizer(tok.tokenizer_path), rt, cfg.samples) if cfg.samples else []
+        )
         (Path(cfg.out) / "result.json").write_text(json.dumps(result, indent=1))
     return result
 
