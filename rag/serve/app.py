@@ -217,7 +217,7 @@ def public_manifest(service: Service, manifest: dict) -> dict | None:
 
 
 def add_docs(app: FastAPI) -> None:
-    """Swagger UI 5 at /docs, vendored from npm's swagger-ui-dist (rag/serve/static/vendor/swagger-ui): it reads the
+    """Swagger UI 5 at /docs, served from the fastapi-offline package (rag.serve.demo.swagger_ui_dir): it reads the
     OpenAPI 3.1 schema FastAPI writes (the swagger-ui-bundle package ships 4.x, which cannot). The page and its files
     load without the API key, like the demo page; its script fetches /openapi.json and sends requests with the key."""
     from fastapi.responses import FileResponse

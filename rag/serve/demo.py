@@ -38,6 +38,17 @@ PAGE_CSP = (
 )
 
 
+def swagger_ui_dir() -> Path:
+    """The folder of swagger-ui-bundle.js and swagger-ui.css (Swagger UI 5.32, which reads OpenAPI 3.1) inside the
+    installed fastapi-offline package, found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("fastapi_offline")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("fastapi-offline is not installed; pip install -e . installs it (it serves /docs)")
+    return Path(spec.submodule_search_locations[0]) / "static"
+
+
 class PassagesRequest(SettingsIn):
     """The settings a question was asked with, plus the passage ids to show (e.g. an answer's citations)."""
 
@@ -47,6 +58,8 @@ class PassagesRequest(SettingsIn):
 def add_demo(app: FastAPI, service: Service, roots: list[Path] | None = None) -> None:
     """Mount the page at / and /static, and add GET /study and POST /passages."""
     roots = study_roots() if roots is None else roots
+    # Swagger UI 5 for /docs comes from the fastapi-offline package (its static files only), mounted before /static
+    app.mount("/static/vendor/swagger-ui", StaticFiles(directory=swagger_ui_dir()), name="swagger-ui")
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     headers = {
         "Content-Security-Policy": PAGE_CSP,

@@ -1,4 +1,4 @@
-// /docs: the OpenAPI 3.1 schema in Swagger UI 5 (vendored from npm's swagger-ui-dist; 4.x cannot read 3.1).
+// /docs: the OpenAPI 3.1 schema in Swagger UI 5 (from the fastapi-offline package; 4.x cannot read 3.1).
 // With an API key on the server, the schema is fetched with the key this tab keeps (the demo page's session
 // storage entry; asked for once, like the demo page does), and every "Try it out" request carries it.
 
