@@ -7,8 +7,10 @@ from pathlib import Path
 
 import typer
 
+from rag.bench.scale import DEFAULT_DIMS, DEFAULT_KINDS, DEFAULT_NS
 from rag.commands.common import console, handle_errors, print_json, safe
-from rag.commands.options import DEFAULTS
+from rag.commands.options import DEFAULTS, choices_help
+from rag.index.kinds import INDEX_KINDS
 from rag.index.spec import DEFAULT_INDEX, IndexSpec
 
 
@@ -27,9 +29,9 @@ def parse_list(text: str, cast, what: str) -> list:
 
 
 def bench_scale(
-    ns: str = typer.Option("10000,100000,1000000", "--n", help="Vector counts N (1e6 works)."),
-    dims: str = typer.Option("64,128,384", "--dims", help="Dimensions d."),
-    kinds: str = typer.Option("flat,ivf-flat,ivf-pq,hnsw,sq8,binary", "--kinds", help="Index kinds."),
+    ns: str = typer.Option(",".join(map(str, DEFAULT_NS)), "--n", help="Vector counts N (1e6 works)."),
+    dims: str = typer.Option(",".join(map(str, DEFAULT_DIMS)), "--dims", help="Dimensions d."),
+    kinds: str = typer.Option(",".join(DEFAULT_KINDS), "--kinds", help="Index kinds: " + choices_help(INDEX_KINDS)),
     queries: int = typer.Option(100, help="Held-out queries per cell (recall and batch QPS)."),
     single: int = typer.Option(30, help="Single queries timed per cell (fewer if a cell is slow)."),
     hnsw_max: int = typer.Option(300_000, help="Skip hnsw above this N (its build is the slowest)."),
