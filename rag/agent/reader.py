@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -21,8 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from rag.config import RagError, atomic_write, cache_dir
 
 MAX_TOKENS = 256  # tokens per window, question and special tokens included
 MAX_QUESTION_TOKENS = 64
@@ -133,40 +130,23 @@ def trim(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def weights_sha256(path: Path = WEIGHTS) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def reader_onnx_file(weights: Path = WEIGHTS) -> Path:
     """RAG_CACHE_DIR/onnx/reader-<sha of the weights>/model.onnx: new weights, a new export."""
-    if not weights.exists():
-        raise RagError(f"no reader weights at {weights}; train them with: rag train reader")
-    return cache_dir() / "onnx" / f"reader-{weights_sha256(weights)[:16]}" / "model.onnx"
+    from rag.agent.onnx_models import onnx_file
+
+    return onnx_file("reader", weights, "rag train reader")
 
 
 def load_session(weights: Path = WEIGHTS, threads: int | None = None):
     """An ONNX Runtime session for the reader, exporting it first when the cache lacks it (or fails its sha256)."""
-    try:
-        import onnxruntime as ort
-    except ImportError as exc:
-        from rag.encoders.onnx import MISSING_ORT
+    from rag.agent.onnx_models import load_session as cached_session
 
-        raise RagError(MISSING_ORT) from exc
-    from rag.encoders.onnx import checksum_file, export_lock, verified_bytes
+    def export(source: Path, target: Path) -> None:
+        from rag.agent.reader_model import export_reader
 
-    path = reader_onnx_file(weights)
-    with export_lock(path.parent):
-        data = verified_bytes(path)
-        if data is None:
-            from rag.agent.reader_model import export_reader
+        export_reader(source, target)
 
-            atomic_write(path, lambda tmp: export_reader(weights, tmp))
-            data = path.read_bytes()
-            atomic_write(checksum_file(path), lambda tmp: tmp.write_text(hashlib.sha256(data).hexdigest() + "\n"))
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
-    opts.inter_op_num_threads = 1
-    return ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+    return cached_session("reader", weights, export, "rag train reader", threads)
 
 
 class Reader:

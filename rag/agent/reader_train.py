@@ -24,8 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
+from rag.agent.adapters import save_weights
 from rag.agent.reader import WEIGHTS, WEIGHTS_INFO, featurize, pad_batch, tokenizer
-from rag.agent.reader_model import ALPHA, RANK, build_model, save_weights
+from rag.agent.reader_model import ALPHA, RANK, build_model
 
 TRAIN_ARTICLES = 40  # SQuAD dev articles, in file order, that training may see
 EVAL_ARTICLES = 8  # the last articles: evaluation only

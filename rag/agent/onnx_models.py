@@ -1,0 +1,50 @@
+"""ONNX Runtime sessions for the agent's two fine-tuned MiniLM models (the span reader, the injection classifier).
+
+Each model ships as small adapter weights (.npz); the first use merges them into the packaged MiniLM and exports
+ONNX once to RAG_CACHE_DIR/onnx/<name>-<sha of the weights>/model.onnx, with a sha256 beside it, like
+rag.encoders.onnx does for the query encoder (new weights, a new export; a file that fails its sha256 is
+re-exported). Only that export imports torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from rag.config import RagError, atomic_write, cache_dir
+
+
+def weights_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def onnx_file(name: str, weights: Path, retrain: str) -> Path:
+    """RAG_CACHE_DIR/onnx/<name>-<sha of the weights>/model.onnx."""
+    if not weights.exists():
+        raise RagError(f"no {name} weights at {weights}; train them with: {retrain}")
+    return cache_dir() / "onnx" / f"{name}-{weights_sha256(weights)[:16]}" / "model.onnx"
+
+
+def load_session(name: str, weights: Path, export: Callable[[Path, Path], None], retrain: str, threads: int | None):
+    """An ONNX Runtime session for a model, exporting it first (export(weights, target)) when the cache lacks it."""
+    try:
+        import onnxruntime as ort
+    except ImportError as exc:
+        from rag.encoders.onnx import MISSING_ORT
+
+        raise RagError(MISSING_ORT) from exc
+    from rag.encoders.onnx import checksum_file, export_lock, verified_bytes
+
+    path = onnx_file(name, weights, retrain)
+    with export_lock(path.parent):
+        data = verified_bytes(path)
+        if data is None:
+            atomic_write(path, lambda tmp: export(weights, tmp))
+            data = path.read_bytes()
+            atomic_write(checksum_file(path), lambda tmp: tmp.write_text(hashlib.sha256(data).hexdigest() + "\n"))
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
+    opts.inter_op_num_threads = 1
+    return ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
