@@ -6,6 +6,7 @@ The calculator works on integers, so its figures are exact:
   training memory   N·16 bytes with Adam in fp32: weights + gradients + first and second moments
   d heuristic       1.5·√V
   FLOPs per token   attention 8·d² + 4·T·d, MLP (hidden 4d) 16·d², forward pass, per layer
+  uniform guessing  over V outcomes: loss (entropy) ln V nats = log₂ V bits, perplexity V
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ _SUFFIX = {"k": 1_000, "m": 1_000_000, "b": 1_000_000_000}
 class CalcResult:
     """One calculator answer: what was computed, from which inputs, and a sentence with the figures."""
 
-    kind: str  # params | bytes | training_memory | sqrt_heuristic | flops
+    kind: str  # params | bytes | training_memory | sqrt_heuristic | flops | uniform
     inputs: dict[str, Any]
     values: dict[str, float]
     text: str
@@ -131,6 +132,37 @@ def _dtype_in(text: str) -> str | None:
     return None
 
 
+_UNIFORM = re.compile(r"\buniform(?:ly)?\b|\bat random\b|\bequal probabilit", re.IGNORECASE)
+_OUTCOMES = re.compile(
+    _NUM + r"\s*(?:possible\s+|equally\s+likely\s+|different\s+)?"
+    r"(?:tokens?|words?|classes|categories|outcomes|choices|labels|symbols|items|options)\b"
+)
+
+
+def _uniform(question: str, V: float | None) -> CalcResult | None:
+    """Loss, entropy or perplexity of a uniform guess over V outcomes ("a model that predicts uniformly over
+    50,257 tokens"): ln V nats, log₂ V bits, perplexity V."""
+    low = question.lower()
+    if not _UNIFORM.search(question) or not re.search(r"loss|entropy|perplexity|nats?\b|bits?\b", low):
+        return None
+    m = _OUTCOMES.search(question)
+    n = parse_number(m.group(1), m.group(2)) if m else V
+    if not n or n < 2:
+        return None
+    nats, bits = math.log(n), math.log2(n)
+    text = (
+        f"A uniform prediction over V = {fmt_int(n)} outcomes has loss ln V = ln {fmt_int(n)} ≈ {nats:.2f} nats "
+        f"(log₂ V ≈ {bits:.2f} bits) and perplexity V = {fmt_int(n)}."
+    )
+    return CalcResult(
+        "uniform",
+        {"V": _as_int(n)},
+        {"loss_nats": round(nats, 4), "loss_bits": round(bits, 4), "perplexity": _as_int(n)},
+        text,
+        "uniform prediction over a vocabulary of V tokens perplexity V loss ln V",
+    )
+
+
 def _named(text: str, name: str) -> float | None:
     match = _NAMED[name].search(text)
     return parse_number(match.group(1), match.group(2)) if match else None
@@ -149,6 +181,9 @@ def calculate(question: str) -> CalcResult | None:
     N = _named(question, "N")
     dtype = _dtype_in(question)
 
+    uniform = _uniform(question, V)
+    if uniform:
+        return uniform
     if "flop" in low and d:
         d_i, T_i = int(d), int(T or 0)
         att, mlp = attention_flops_per_token(d_i, T_i), mlp_flops_per_token(d_i)
