@@ -1,0 +1,92 @@
+"""Sentences for the questions the span reader reads badly: yes/no answers "No" only where a negation binds the
+question's predicate, why-answers bring the sentence a back-reference points at, relation answers name both sides
+and their equation, a named section heading leads, and a definition question fetches its document's opening."""
+
+from __future__ import annotations
+
+from rag.agent.nodes import opening_lookups
+from rag.agent.sentence_pick import heading_lead, kind, pick, with_antecedent
+
+LAYER = {
+    "n": 1,
+    "id": "layer.md#2",
+    "title": "Layer Norm — Cost",
+    "text": "Layer norm rescales each vector to zero mean and unit variance. It has no bias in some models, "
+    "and its cost is one pass over the vector.",
+}
+POOLING = {
+    "n": 2,
+    "id": "pool.md#1",
+    "title": "Mean Pooling — Properties",
+    "text": "Mean pooling needs no training: it averages the token vectors. The pooled vector is not normalised, "
+    "so its length depends on the text.",
+}
+
+
+def test_kinds():
+    assert kind("Does mean pooling need training?") == "yes/no"
+    assert kind("Is BM25 or dense retrieval faster?") is None  # a choice, not yes/no
+    assert kind("Why do hybrid rankings beat either list?") == "why"
+    assert kind("How is PCA related to whitening?") == "relation"
+    assert kind("What is the relationship between loss and perplexity?") == "relation"
+    assert kind("What is HNSW?") is None
+
+
+def test_yes_no_says_no_only_where_the_negation_binds_the_predicate():
+    got = pick("Does mean pooling need training?", [LAYER, POOLING])
+    assert got["prefix"] == "No — " and got["passage"]["id"] == "pool.md#1" and "needs no training" in got["sentence"]
+    # "the pooled vector is not normalised" negates a word of the question, but one that is the passage's topic
+    got = pick("Is mean pooling a kind of layer norm?", [POOLING])
+    assert got is None or got["prefix"] == ""
+    got = pick("Is layer norm's output unit variance?", [LAYER])  # shares every word, negates nothing: no "Yes"
+    assert got["prefix"] == "" and "unit variance" in got["sentence"]
+
+
+def test_a_why_answer_brings_the_sentence_a_back_reference_points_at():
+    p = {
+        "n": 1,
+        "id": "fusion.md#0",
+        "title": "Fusion",
+        "text": "Sparse retrieval misses paraphrases. Dense retrieval has the opposite weakness, which is why "
+        "fusing the two helps.",
+    }
+    got = pick("Why does fusing dense and sparse retrieval help?", [p])
+    assert got["sentence"].startswith("Sparse retrieval misses paraphrases.")
+    text = p["text"]
+    a, b = with_antecedent(text, text.index("Dense"), len(text))
+    assert text[a:b].startswith("Sparse retrieval")
+    assert with_antecedent(text, 0, text.index(" Dense")) == (0, text.index(" Dense"))
+
+
+def test_a_relation_answer_names_both_sides_and_brings_its_equation():
+    p = {
+        "n": 1,
+        "id": "ppl.md#0",
+        "title": "Perplexity — Definition",
+        "text": "For a loss H in nats,\n\nPPL = exp(H).\n\nPerplexity is the exponential of the loss.",
+    }
+    other = {"n": 2, "id": "x.md#0", "title": "Loss curves", "text": "The loss falls as training goes on."}
+    got = pick("How is perplexity related to the loss?", [other, p])
+    assert got["passage"]["id"] == "ppl.md#0" and got["sentence"].startswith("PPL = exp(H).")
+
+
+def test_a_named_section_heading_leads():
+    p = {
+        "n": 1,
+        "id": "ivf.md#3",
+        "title": "IVF — Choosing nprobe",
+        "text": "Start with nprobe = 8 and raise it until recall stops rising. Each probe costs one list scan.",
+    }
+    got = heading_lead("How should I choose nprobe?", [LAYER, p])
+    assert got and got[0].startswith("Start with nprobe = 8") and got[1]["id"] == "ivf.md#3"
+    assert heading_lead("What does layer norm cost?", [LAYER]) is None  # one heading word is not a named section
+
+
+def test_a_definition_question_fetches_its_documents_opening():
+    by_id = {"a.md#0": 0, "a.md#3": 0, "a.md#4": 0, "b.md#0": 0}
+    ids = ["a.md#3", "a.md#4", "b.md#0"]
+    assert opening_lookups("What is whitening?", ids, {}, by_id)[0]["ids"] == ["a.md#0"]
+    assert opening_lookups("How does whitening work?", ids, {}, by_id)[0]["ids"] == ["a.md#0"]
+    assert opening_lookups("How many rows does it need?", ids, {}, by_id) == []  # not a definition question
+    assert opening_lookups("What is whitening?", ids, {"a.md#0": {}}, by_id) == []  # already found
+    assert opening_lookups("What is whitening?", ["a.md#3", "b.md#0"], {}, by_id) == []  # no document dominates
