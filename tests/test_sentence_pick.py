@@ -90,3 +90,16 @@ def test_a_definition_question_fetches_its_documents_opening():
     assert opening_lookups("How many rows does it need?", ids, {}, by_id) == []  # not a definition question
     assert opening_lookups("What is whitening?", ids, {"a.md#0": {}}, by_id) == []  # already found
     assert opening_lookups("What is whitening?", ["a.md#3", "b.md#0"], {}, by_id) == []  # no document dominates
+
+
+def test_a_negated_predicate_beats_a_sentence_that_only_uses_the_word():
+    p = {
+        "n": 1,
+        "id": "log.md#0",
+        "title": "Logarithms — Domain",
+        "text": "The logarithm of x is defined as the power e must be raised to. At x = 0 the logarithm is undefined.",
+    }
+    got = pick("Is the logarithm of zero defined?", [p])
+    assert got["prefix"] == "No — " and "undefined" in got["sentence"]
+    q = {"n": 1, "id": "s.md#0", "title": "Search", "text": "Flat search compares all vectors. Search is exact."}
+    assert pick("Is flat search exact?", [q])["sentence"] == "Search is exact."

@@ -97,6 +97,15 @@ def _negated(sent_words: list[str], q_stems: set[str], title: set[str]) -> bool:
     return False
 
 
+def _asserts(sent_words: list[str], q_stems: set[str]) -> bool:
+    """Whether the sentence states a question word as a property: "is exact", "are (not) trainable"."""
+    for i, w in enumerate(sent_words[1:], 1):
+        base = next((w[len(x) :] for x in _NEG_PREFIXES if w.startswith(x) and stem(w[len(x) :]) in q_stems), w)
+        if stem(base) in q_stems and sent_words[i - 1] in ("is", "are", "was", "were", "be", "not"):
+            return True
+    return False
+
+
 def _entities(question: str) -> list[list[str]]:
     """The stems of X and Y in "how is X related to Y", without trailing qualifiers ("for unit vectors")."""
     m = _RELATION.search(question)
@@ -139,6 +148,8 @@ def pick(question: str, passages: list[dict], limit: int = 5) -> dict | None:
     for rank, p, i, sent, title in _candidates(passages, limit):
         sent_words = words(sent)
         sent_stems = {stem(w) for w in sent_words}
+        if k == "yes/no":  # "undefined" mentions "defined": the predicate, negated
+            sent_stems |= {stem(w[len(x) :]) for w in sent_words for x in _NEG_PREFIXES if w.startswith(x)} & q_set
         in_sent, in_title = _coverage(q, sent_stems, title)
         negated = k == "yes/no" and _negated(sent_words, q_set, title)
         if ents:  # a relation names both X and Y, in the sentence or its title
@@ -149,7 +160,7 @@ def pick(question: str, passages: list[dict], limit: int = 5) -> dict | None:
         score = in_sent + TITLE_WEIGHT * in_title - RANK_COST * rank - 0.01 * max(0, len(sent_words) - 30)
         if k == "yes/no":
             score += 1.5 if negated else 0.0
-            score += 0.5 if q[-1] in sent_stems else 0.0  # the predicate: "Is X exact?", "Does X add parameters?"
+            score += 0.5 if _asserts(sent_words, q_set) else 0.0  # "Search is exact" for "Is search ... exact?"
         elif k == "why":
             score += 1.0 if _CAUSAL.search(sent) else 0.0
         elif k == "relation":
