@@ -347,7 +347,7 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
         return {"answer": text, "citations": closest, "spans": [], "mode": mode, "steps": [step]}
     notes = []
     if calc:
-        source = max(passages, key=lambda p: overlap(calc["topic"], p["title"] + " " + p["text"]), default=None)
+        source = calc_source(calc, passages)
         notes.append(calc["text"] + (f" [{source['n']}]" if source else ""))
     # the calculator already answers its part of a multi-part question
     subs = [q for q in state["sub_questions"] if not calc or q != calc.get("part")]
@@ -449,6 +449,13 @@ def _answer_with_fallback(
 
 def _hit_brief(hit) -> dict:
     return {"id": hit.passage.id, "title": hit.passage.title, "score": round(float(hit.score), 4)}
+
+
+def calc_source(calc: dict, passages: list[dict]) -> dict | None:
+    """The passage the calculator cites: the best match for its topic among those that state its formula (hold its
+    `cite` pattern), or among all when none does."""
+    stating = [p for p in passages if calc.get("cite") and re.search(calc["cite"], p["text"])]
+    return max(stating or passages, key=lambda p: overlap(calc["topic"], p["title"] + " " + p["text"]), default=None)
 
 
 def _has_figures(text: str, calc: dict) -> bool:
