@@ -4,8 +4,10 @@ and their equation, a named section heading leads, and a definition question fet
 
 from __future__ import annotations
 
+import pytest
+
 from rag.agent.nodes import opening_lookups
-from rag.agent.sentence_pick import heading_lead, kind, pick, with_antecedent
+from rag.agent.sentence_pick import ability_verb, heading_lead, kind, pick, relation_sides, with_antecedent
 
 LAYER = {
     "n": 1,
@@ -103,3 +105,55 @@ def test_a_negated_predicate_beats_a_sentence_that_only_uses_the_word():
     assert got["prefix"] == "No — " and "undefined" in got["sentence"]
     q = {"n": 1, "id": "s.md#0", "title": "Search", "text": "Flat search compares all vectors. Search is exact."}
     assert pick("Is flat search exact?", [q])["sentence"] == "Search is exact."
+
+
+TREE = {
+    "n": 1,
+    "id": "tree.md#2",
+    "title": "Tree Index — Limits",
+    "text": "A tree index answers range queries quickly. Removing a key is not supported; the index must be rebuilt. "
+    "Keys can be appended at any time.",
+}
+GRAPH = {
+    "n": 2,
+    "id": "graph.md#1",
+    "title": "Graph Index — Memory",
+    "text": "The graph stores 16 links per node. Its memory grows linearly with the number of nodes.",
+}
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Can I remove a key from a tree index?",
+        "Is it possible to remove keys from a tree index?",
+        "Does the tree index support removing keys?",
+        "Can keys be removed from a tree index?",
+    ],
+)
+def test_an_ability_question_gets_the_sentence_that_states_the_inability_for_its_verb(question):
+    got = pick(question, [GRAPH, TREE])
+    assert got["prefix"] == "No — " and got["sentence"].startswith("Removing a key is not supported"), got
+
+
+def test_an_ability_that_is_stated_is_not_a_no():
+    got = pick("Can keys be appended to a tree index?", [GRAPH, TREE])
+    assert got["prefix"] == "" and got["sentence"] == "Keys can be appended at any time."
+    assert ability_verb("Could one shrink the graph?") == "shrink"
+    assert ability_verb("What can a tree index do?") is None
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How are layer norm and mean pooling connected?",
+        "What links layer norm and mean pooling?",
+        "How is layer norm tied to mean pooling?",
+        "What do layer norm and mean pooling have in common?",
+        "What is the connection between layer norm and mean pooling?",
+        "How does layer norm relate to mean pooling?",
+    ],
+)
+def test_relation_questions_however_they_are_phrased(question):
+    assert kind(question) == "relation"
+    assert [e[:1] for e in relation_sides(question)] == [["layer"], ["mean"]]

@@ -24,11 +24,29 @@ from rag.agent.text import STOPWORDS, sentences, words
 
 _YES_NO = re.compile(r"^\s*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should|must)\b", re.I)
 _WHY = re.compile(r"^\s*why\b|\bfor what reason\b", re.I)
+_LINKED = r"(?:related|relate|relates|connected|connect|connects|linked|link|links|tied|tie|ties|associated)"
 _RELATION = re.compile(
-    r"\bhow\s+(?:is|are|does|do)\s+(?P<x>.+?)\s+(?:related|relate|connected|linked)\s+(?:to|with)\s+(?P<y>[^?]+)"
-    r"|\b(?:relation(?:ship)?|connection|link)\s+between\s+(?P<x2>.+?)\s+and\s+(?P<y2>[^?]+)",
+    r"\bhow\s+(?:is|are|does|do)\s+(?P<x>.+?)\s+" + _LINKED + r"\s+(?:to|with)\s+(?P<y>[^?]+)"
+    r"|\bhow\s+(?:do|does|are)\s+(?P<x3>.+?)\s+and\s+(?P<y3>.+?)\s+" + _LINKED + r"\b"
+    r"|\bwhat\s+(?:links|connects|ties|relates|joins)\s+(?P<x4>.+?)\s+(?:and|to|with)\s+(?P<y4>[^?]+)"
+    r"|\bwhat\s+do\s+(?P<x5>.+?)\s+and\s+(?P<y5>.+?)\s+have\s+in\s+common\b"
+    r"|\b(?:relation(?:ship)?|connection|link|tie|correspondence)s?\s+between\s+(?P<x2>.+?)\s+and\s+(?P<y2>[^?]+)",
     re.I,
 )
+# "Can I ...", "Could one ...", "Is it possible to ...", "Does X support ...": a question about (in)ability
+_ABILITY_Q = re.compile(
+    r"^\s*(?:can|could)\s+(?:i|we|you|one|they|it|\w+(?:\s+\w+){0,4}?\s+be)\s+(?P<verb>\w+)"
+    r"|^\s*is\s+(?:it|there\s+a\s+way)\s+(?:\w+\s+)?(?:possible|able)?\s*to\s+(?P<verb2>\w+)"
+    r"|^\s*(?:does|do|can|will)\s+.+?\b(?P<verb3>support|allow|permit|handle|accept|enable)s?\b",
+    re.I,
+)
+_INABILITY = re.compile(
+    r"\bnot\s+(?:be\s+)?(?:supported|possible|allowed|available|able)\b|\bunsupported\b|\bcannot\b|\bcan't\b"
+    r"|\bcan\s+not\b|\bcould\s+not\b|\bimpossible\b|\bunable\b|\bno\s+way\b|\b(?:does|do)\s+not\s+support\b"
+    r"|\b(?:doesn't|don't)\s+support\b",
+    re.I,
+)
+_ABILITY = re.compile(r"\b(?:can|could|supports?|supported|possible|allows?|lets?|able to|enables?)\b", re.I)
 _NEGATION = frozenset("no not never nothing none neither nor cannot without".split())
 _NEG_PREFIXES = ("un", "non", "in", "im")
 _QUESTION_NEGATION = re.compile(r"\b(?:not|no|never)\b|n't\b", re.I)
@@ -39,7 +57,8 @@ _CAUSAL = re.compile(
 )
 _RELATIONAL = re.compile(
     r"\b(?:both|the two|same|similar|closer|equivalent|equals?|identity|function of|unlike|whereas|opposite|"
-    r"shares?|implicitly|converts?|proportional|inverse|in contrast)\b|=",
+    r"shares?|implicitly|converts?|proportional|inverse|in contrast|special case|generali[sz]\w*|correspond\w*|"
+    r"derived|in common)\b|=",
     re.I,
 )
 _REFERS_BACK = re.compile(
@@ -106,13 +125,31 @@ def _asserts(sent_words: list[str], q_stems: set[str]) -> bool:
     return False
 
 
-def _entities(question: str) -> list[list[str]]:
+def ability_verb(question: str) -> str | None:
+    """The verb of a question about (in)ability: "Can I delete ..." -> 'delete', "Is it possible to shrink ..." ->
+    'shrink', "Does X support Y" -> 'support'; None for other questions."""
+    m = _ABILITY_Q.search(question)
+    if not m:
+        return None
+    verb = m.group("verb") or m.group("verb2") or m.group("verb3")
+    return verb.lower() if verb and verb.lower() not in STOPWORDS else None
+
+
+def _same_verb(verb: str, sent_words: list[str]) -> bool:
+    """Whether the sentence uses the verb or a word of its family ("delete", "deleted", "deletion")."""
+    root = stem(verb)[:5]
+    return len(root) >= 3 and any(stem(w).startswith(root) for w in sent_words)
+
+
+def relation_sides(question: str) -> list[list[str]]:
     """The stems of X and Y in "how is X related to Y", without trailing qualifiers ("for unit vectors")."""
     m = _RELATION.search(question)
     if not m:
         return []
     out = []
-    for part in (m.group("x") or m.group("x2"), m.group("y") or m.group("y2")):
+    groups = [(m.group(f"x{i}"), m.group(f"y{i}")) for i in ("", "2", "3", "4", "5")]
+    x, y = next(g for g in groups if g[0])
+    for part in (x, y):
         part = re.sub(r"\s+(?:for|in|of|on|when|with)\s+.*$", "", part.strip())
         out.append(_question_stems(part))
     return [e for e in out if e]
@@ -143,7 +180,8 @@ def pick(question: str, passages: list[dict], limit: int = 5) -> dict | None:
     if not q:
         return None
     q_set = set(q)
-    ents = _entities(question) if k == "relation" else []
+    ents = relation_sides(question) if k == "relation" else []
+    verb = ability_verb(question) if k == "yes/no" else None
     best = None
     for rank, p, i, sent, title in _candidates(passages, limit):
         sent_words = words(sent)
@@ -159,6 +197,11 @@ def pick(question: str, passages: list[dict], limit: int = 5) -> dict | None:
             continue
         score = in_sent + TITLE_WEIGHT * in_title - RANK_COST * rank - 0.01 * max(0, len(sent_words) - 30)
         if k == "yes/no":
+            if verb and _INABILITY.search(sent):  # "X is not supported", "cannot be ...": the inability stated
+                negated = negated or _same_verb(verb, sent_words)
+                score += 0.5
+            elif verb and _same_verb(verb, sent_words) and _ABILITY.search(sent):
+                score += 1.0  # the ability stated for the question's verb ("can be cut to ...")
             score += 1.5 if negated else 0.0
             score += 0.5 if _asserts(sent_words, q_set) else 0.0  # "Search is exact" for "Is search ... exact?"
         elif k == "why":
