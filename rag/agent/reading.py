@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rag.agent.comparison import compare
 from rag.agent.reader import NULL_MARGIN, Span, sentence_around
 from rag.agent.sentence_pick import heading_lead, pick, with_antecedent
 from rag.agent.text import STOPWORDS, overlap
@@ -192,7 +193,12 @@ def read_answer(
             return ReadAnswer(" ".join(notes + [text]).strip() if notes else text, spans, True)
     if notes and not sub_questions:
         return ReadAnswer(" ".join(notes), [], True)  # the calculator answers it, citing its source passage
-    typed = None if short or sub_questions else pick(question, readable(passages), READ_PASSAGES)
+    typed = None
+    if not short:  # a comparison gives both figures even when it was searched side by side
+        live = readable(passages)
+        typed = (None if sub_questions else pick(question, live, READ_PASSAGES)) or compare(
+            question, live, READ_PASSAGES
+        )
     if typed and typed["kind"] == "yes/no":  # the reader has no yes/no: the sentence that states it, and its polarity
         p = typed["passage"]
         start = p["text"].find(typed["sentence"])
@@ -231,12 +237,12 @@ def read_answer(
     defined = None if short else definition_sentence(question, passages)
     if not defined and not short and not typed:
         defined = heading_lead(question, readable(passages), READ_PASSAGES)  # the section the question names
-    if typed:  # why / relation: the sentence that gives the reason or the relation comes first
+    if typed:  # why / relation / comparison: the sentence that gives the reason, relation or figures comes first
         defined = (typed["sentence"], typed["passage"])
     if defined and all(defined[0] not in x for x in parts):
         parts = [x for x in parts if re.sub(r"\s*\[\d+\]$", "", x) not in defined[0]]
         parts.insert(0, f"{defined[0]} [{defined[1]['n']}]")  # what X is comes first
-    if support and not short and not typed:
+    if support and not short and (not typed or typed["kind"] == "comparison"):  # the figures, then the best match
         extra = support(question, readable(passages))
         if extra and all(re.sub(r"\s*\[\d+\]$", "", extra) not in x for x in parts):
             parts.append(extra)
