@@ -14,7 +14,9 @@ fire; "how much memory per vector does HNSW use" gives no d, so no figure is mad
   compute-optimal     about 20 training tokens per parameter
   output layer        2·V·d FLOPs per token forward, 4·V·d backward
   logits              B·T·V numbers, × 4 bytes (fp32) or 2 (bf16)
-  layer FLOPs         attention 8·d² + 4·T·d, MLP 16·d², per layer, forward
+  layer FLOPs         attention 8·d² + 4·T·d, MLP 16·d², per layer, forward; attention share T / (6·d)
+  layer parameters    12·d² per block
+  search / one-hot    n·d multiply-adds per brute-force query; V·d for a one-hot product
   training memory     N × bytes per parameter: 16 (Adam, fp32 or mixed precision), 18 (fp32 gradients too),
                       10 (8-bit Adam), 8 (pure bf16)
   d heuristics        1.5·√V, V^(1/4)
@@ -109,7 +111,7 @@ _QUANTITIES = {  # name: patterns, the first match wins
     "M": [
         re.compile(r"\bM" + _SEP + _NUM),
         re.compile(r"\bHNSW\s*(\d+)()", _I),
-        re.compile(_NUM + r"\s*(?:links|neighbou?rs)\s+per\s+node", _I),
+        re.compile(_NUM + r"\s*(?:links|neighbou?rs|connections)\b", _I),
     ],
     "m": [
         re.compile(r"\bm" + _SEP + _NUM),
@@ -319,8 +321,9 @@ def _layer_flops(q: dict, low: str):
     d, t = int(q["d"]), int(q.get("T", 0))
     att, mlp = attention_flops_per_token(d, t), mlp_flops_per_token(d)
     values = {"attention_flops": att, "mlp_flops": mlp, "total_flops": att + mlp}
+    context = f"d = {fmt_int(d)} and T = {fmt_int(t)}" if t else f"d = {fmt_int(d)} (no context length given: T = 0)"
     text = (
-        f"Per token and layer (forward pass), with d = {fmt_int(d)} and T = {fmt_int(t)}: attention "
+        f"Per token and layer (forward pass), with {context}: attention "
         f"8·d² + 4·T·d = {fmt_int(att)} FLOPs; MLP (hidden 4d) 16·d² = {fmt_int(mlp)} FLOPs; "
         f"total 24·d² + 4·T·d = {fmt_int(att + mlp)} FLOPs"
     )
@@ -328,6 +331,44 @@ def _layer_flops(q: dict, low: str):
         layers = int(q["L"])
         values["all_layers_flops"] = layers * (att + mlp)
         text += f"; over L = {layers} layers {fmt_int(layers * (att + mlp))} FLOPs"
+    return values, text + "."
+
+
+def _attention_ratio(q: dict, low: str):
+    t, d = int(q["T"]), int(q["d"])
+    ratio = t / (6 * d)
+    text = (
+        f"Attention-score work over projection and MLP work is 4·T·d / 24·d² = T / (6·d) = {t:,} / (6 × {d:,}) "
+        f"≈ {ratio:.2f}."
+    )
+    return {"ratio": round(ratio, 4)}, text
+
+
+def _search_cost(q: dict, low: str):
+    n, d = q["n"], int(q["d"])
+    text = (
+        f"Brute-force search costs n·d multiply-adds per query: {fmt_int(n)} × {d:,} = {fmt_int(n * d)} multiply-adds."
+    )
+    return {"multiply_adds": _as_int(n * d)}, text
+
+
+def _one_hot(q: dict, low: str):
+    v, d = int(q["V"]), int(q["d"])
+    text = (
+        f"A one-hot product x·E costs V·d multiply-adds per token: {v:,} × {d:,} = {v * d:,}, where a lookup "
+        "costs none (it reads one row)."
+    )
+    return {"multiply_adds": v * d}, text
+
+
+def _block_params(q: dict, low: str):
+    d = int(q["d"])
+    per = 12 * d * d
+    values = {"params_per_layer": per}
+    text = f"A transformer block holds about 12·d² weights (4·d² attention, 8·d² MLP): 12 × {d:,}² = {per:,}"
+    if "L" in q:
+        values["params"] = int(q["L"]) * per
+        text += f"; {int(q['L'])} layers hold {int(q['L']) * per:,}"
     return values, text + "."
 
 
@@ -590,6 +631,40 @@ FORMULAS: list[Formula] = [
         _logits,
         "logits for every position B·T·V numbers memory fp32 bf16",
         r"B·T·V",
+    ),
+    Formula(
+        "attention_ratio",
+        _r(r"(?=.*\bratio\b|.*\bshare\b|.*\bfraction\b)(?=.*\battention\b)"),
+        ("T", "d"),
+        _attention_ratio,
+        "ratio of attention-score work to projection and MLP work T / (6·d)",
+        r"T / \(6·d\)",
+    ),
+    Formula(
+        "search_cost",
+        _r(r"(?=.*(?:multiply-adds|operations|flops|cost|compute))(?=.*(?:search|query|brute[- ]force|exhaustive))"),
+        ("n", "d"),
+        _search_cost,
+        "brute force search costs n·d multiply-adds per query",
+        r"n·d multiply-adds",
+        _r(r"\bhnsw\b|\bivf\b"),
+    ),
+    Formula(
+        "one_hot",
+        _r(r"(?=.*one-?hot)(?=.*(?:multiply|flops|cost|operations))"),
+        ("V", "d"),
+        _one_hot,
+        "one-hot product costs V·d multiply-adds per token lookup",
+        r"V·d multiply-adds",
+    ),
+    Formula(
+        "block_params",
+        _r(r"(?=.*(?:\bblock|\blayers?\b|transformer))(?=.*(?:parameters|params|weights))"),
+        ("d",),
+        _block_params,
+        "transformer block 12·d² weights per layer attention 4·d² MLP 8·d²",
+        r"12·d²",
+        _r(r"\btable\b|\bvocab|\bembedding\b|\bposition"),
     ),
     Formula(
         "flops",
