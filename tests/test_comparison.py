@@ -70,3 +70,9 @@ def test_a_digit_inside_a_name_is_not_a_figure():
     table = {**SIZES, "n": 2, "text": SIZES["text"].replace("Scalar 8-bit", "SQ8")}
     got = compare("Which takes less memory per vector, SQ8 or Flat?", [prose, table])
     assert got["sentence"] == "SQ8: bytes per vector 256. Flat: bytes per vector 1,024."
+
+
+def test_a_side_may_be_named_by_its_initials():
+    p = {"n": 1, "id": "f.md#2", "title": "Fusion", "text": "RRF reached 0.69 and min-max fusion reached 0.71."}
+    got = compare("Which scores higher, min-max fusion or reciprocal rank fusion?", [p])
+    assert got["sentence"] == "RRF reached 0.69 and min-max fusion reached 0.71."

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from rag.agent.formulas import FORMULAS, calculate, read_quantities
+from rag.agent.formulas import _VECTOR_SOURCES, FORMULAS, calculate, read_quantities
 
 CORPUS = pathlib.Path(__file__).resolve().parents[1] / "corpus"
 
@@ -132,6 +132,13 @@ def test_every_formula_cites_a_passage_of_the_corpus_that_states_it():
     text = "\n".join(p.read_text() for p in CORPUS.glob("*.md"))
     for f in FORMULAS:
         assert re.search(f.cite, text), f.kind
+    for kind, source in _VECTOR_SOURCES.items():
+        assert re.search(source["cite"], text), kind
+
+
+def test_each_index_kind_cites_its_own_passage():
+    assert calculate("Bytes per vector of HNSW with M = 16 at d = 768?").cite == r"2·M·4"
+    assert calculate("Bytes per vector of binary codes at d = 1024?").cite == r"d/8 bytes"
 
 
 def test_the_calculator_cites_the_passage_that_states_its_formula():

@@ -157,3 +157,14 @@ def test_an_ability_that_is_stated_is_not_a_no():
 def test_relation_questions_however_they_are_phrased(question):
     assert kind(question) == "relation"
     assert [e[:1] for e in relation_sides(question)] == [["layer"], ["mean"]]
+
+
+def test_the_verbs_family_covers_the_question_word():
+    p = {
+        "n": 1,
+        "id": "store.md#4",
+        "title": "Vector Store — Limits",
+        "text": "The store keeps vectors in one file. Deletion is not supported in Acme's store; rebuild it instead.",
+    }
+    got = pick("Can I delete vectors from the Acme store?", [p])
+    assert got["prefix"] == "No — " and got["sentence"].startswith("Deletion is not supported")

@@ -80,7 +80,9 @@ def _table_rows(text: str) -> list[str]:
 
 
 def _names(side: list[str], stems: set[str]) -> bool:
-    return sum(w in stems for w in side) >= max(1, 2 / 3 * len(side))
+    """Two thirds of the side's words, or its initials ("reciprocal rank fusion" and "RRF")."""
+    initials = "".join(w[0] for w in side)
+    return sum(w in stems for w in side) >= max(1, 2 / 3 * len(side)) or (len(side) >= 2 and initials in stems)
 
 
 def compare(question: str, passages: list[dict], limit: int = 5) -> dict | None:

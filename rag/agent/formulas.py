@@ -229,7 +229,8 @@ class Formula:
     kind: str
     asks: re.Pattern  # the question must ask for this quantity
     needs: tuple[str, ...]  # numbers it must give (names in read_quantities)
-    compute: Callable[[dict, str], tuple[dict, str] | None]  # (quantities, lower-cased question) -> (values, text)
+    # (quantities, lower-cased question) -> (values, text) or (values, text, {topic, cite} of the case's passage)
+    compute: Callable[[dict, str], tuple | None]
     topic: str
     cite: str
     unless: re.Pattern | None = None
@@ -494,6 +495,7 @@ def _index_bytes(q: dict, low: str):
         ),
     }
     per, text = rows[kind]
+    source = _VECTOR_SOURCES[kind]
     values = {"d": d, "bytes_per_vector": _as_int(per)}
     dtype = {"flat": "fp32", "fp16": "fp16", "sq8": "int8", "int8": "int8", "binary": "binary"}.get(kind)
     if dtype:
@@ -505,7 +507,20 @@ def _index_bytes(q: dict, low: str):
         n = q["n"]
         values["index_bytes"] = _as_int(per * n)
         text += f"; {fmt_int(n)} vectors take {fmt_int(per * n)} bytes ≈ {fmt_bytes(per * n)}"
-    return values, text[0].upper() + text[1:] + "."
+    return values, text[0].upper() + text[1:] + ".", source
+
+
+_VECTOR_SOURCES = {  # index kind: the topic to search and the pattern of the passage that states its size
+    "flat": {"topic": "flat index float32 4·d bytes per vector", "cite": r"4·d bytes per vector"},
+    "fp16": {"topic": "fp16 2 bytes per dimension vector", "cite": r"fp16|2 bytes per dimension"},
+    "int8": {"topic": "int8 one byte per dimension d bytes instead of 4·d", "cite": r"d bytes instead of 4·d"},
+    "sq8": {"topic": "SQ8 scalar quantization d bytes instead of 4·d", "cite": r"d bytes instead of 4·d"},
+    "binary": {"topic": "binary quantization d bits d/8 bytes", "cite": r"d/8 bytes"},
+    "ivf-flat": {"topic": "IndexIVFFlat 4·d bytes per vector 8-byte id", "cite": r"8-byte id"},
+    "ivf-pq": {"topic": "IVF-PQ m bytes of code plus 8-byte id", "cite": r"m bytes of code"},
+    "hnsw": {"topic": "HNSW memory 4·d bytes plus 2·M·4 links per vector", "cite": r"2·M·4"},
+    "hnsw-sq8": {"topic": "HNSW SQ8 memory per vector links", "cite": r"2·M·4|HNSW32,SQ8"},
+}
 
 
 def _param_count(q: dict) -> tuple[float, str]:
@@ -770,7 +785,8 @@ def calculate(question: str) -> CalcResult | None:
         done = f.compute(q, low)
         if done is None:
             continue
-        values, text = done
+        values, text = done[:2]
+        source = {"topic": f.topic, "cite": f.cite} | (done[2] if len(done) > 2 else {})  # a case's own passage
         inputs = {k: _as_int(v) for k, v in q.items() if k != "outcomes"}
-        return CalcResult(f.kind, inputs, values, text, f.topic, f.cite)
+        return CalcResult(f.kind, inputs, values, text, source["topic"], source["cite"])
     return None

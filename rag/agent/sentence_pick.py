@@ -72,8 +72,8 @@ RANK_COST = 0.15  # the cost of each place further down the ranked passages
 
 
 def stem(word: str) -> str:
-    """A crude stem for matching: 'choosing'/'choose' -> 'choos', 'parameters' -> 'parameter'."""
-    w = word.lower()
+    """A crude stem for matching: 'choosing'/'choose' -> 'choos', 'parameters' -> 'parameter', "FAISS's" -> 'faiss'."""
+    w = re.sub(r"['’]s$", "", word.lower())
     for suffix in ("ing", "ed", "es", "s", "e"):
         if len(w) > len(suffix) + 3 and w.endswith(suffix):
             return w[: -len(suffix)]
@@ -188,6 +188,8 @@ def pick(question: str, passages: list[dict], limit: int = 5) -> dict | None:
         sent_stems = {stem(w) for w in sent_words}
         if k == "yes/no":  # "undefined" mentions "defined": the predicate, negated
             sent_stems |= {stem(w[len(x) :]) for w in sent_words for x in _NEG_PREFIXES if w.startswith(x)} & q_set
+        if verb:  # "deletion" covers "delete": the verb's family counts as the question's word
+            sent_stems |= {w for w in q_set if len(w) >= 5 and _same_verb(w, sent_words)}
         in_sent, in_title = _coverage(q, sent_stems, title)
         negated = k == "yes/no" and _negated(sent_words, q_set, title)
         if ents:  # a relation names both X and Y, in the sentence or its title
