@@ -41,7 +41,9 @@ def test_the_passage_the_reader_answers_from_is_kept(builtin_retriever):
 
 def test_int8_vector_bytes_are_not_the_fp32_size(builtin_retriever):
     result = run_agent("How many bytes does an int8 vector of d=384 take?", retriever=builtin_retriever)
-    assert result["answer"].startswith("One vector of d = 384 numbers takes int8: 384 × 1 = 384 bytes")
+    assert result["answer"].startswith("One vector of d = 384 numbers takes int8: 384 × 1 = 384 bytes"), result[
+        "answer"
+    ]
 
 
 def test_how_to_answers_with_the_code_block_intact(tmp_path):
@@ -63,3 +65,15 @@ def test_how_to_answers_with_the_code_block_intact(tmp_path):
     assert "```bash\npip install 'zephyr-http[http2]'\n```" in result["answer"]
     assert result["rounds"] == 1 and result["mode"] == "direct"
     assert result["citations"][0]["id"].startswith("README.md")
+
+
+def test_a_yes_no_question_gets_the_sentence_that_says_no(builtin_retriever):
+    result = run_agent("Does HNSW support deletion in FAISS?", retriever=builtin_retriever)
+    assert result["answer"].startswith("No — ") and "not supported" in result["answer"], result["answer"]
+    assert result["citations"][0]["id"].startswith("faiss-hnsw.md#")
+
+
+def test_a_definition_question_reads_its_documents_opening(builtin_retriever):
+    result = run_agent("What is anisotropy in embeddings?", retriever=builtin_retriever)
+    assert any(s.get("lookups") and "opening of" in s["lookups"][0] for s in result["steps"] if s["node"] == "retrieve")
+    assert "anisotropy-and-whitening.md#0" in {c["id"] for c in result["citations"]}

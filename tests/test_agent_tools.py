@@ -43,6 +43,14 @@ def test_heuristic_and_flops():
         ("Training memory with Adam for a 50000 by 768 table?", "training_memory", "bytes", 614_400_000),
         ("What d does the 1.5·√V rule give for V = 10,000?", "sqrt_heuristic", "d", 150.0),
         ("attention and MLP FLOPs per token for d = 512 and T = 128", "flops", "mlp_flops", 16 * 512 * 512),
+        (
+            "What loss in nats does a model that predicts uniformly over 32,000 tokens have?",
+            "uniform",
+            "loss_nats",
+            10.3735,
+        ),
+        ("Perplexity of guessing uniformly among 8 classes?", "uniform", "perplexity", 8),
+        ("Entropy in bits of a uniform choice over 1k outcomes?", "uniform", "loss_bits", 9.9658),
     ],
 )
 def test_calculator_parses_questions(question, kind, key, value):
@@ -57,6 +65,8 @@ def test_calculator_answers_in_words_and_ignores_other_questions():
     assert "76.8 MB" in calculate("How many parameters does a 50k×768 table have?").text
     assert calculate("Who directed the film Ed Wood?") is None
     assert calculate("What does the embedding dimension control?") is None
+    assert "10.82 nats" in calculate("Loss of a model predicting uniformly over a vocabulary of 50,257?").text
+    assert calculate("Is uniform initialisation better for embedding tables?") is None  # no loss asked, no count
 
 
 def test_title_linker_follows_mentions():
@@ -113,7 +123,7 @@ def test_calculator_reads_v_and_d_however_they_are_written(question):
 )
 def test_calculator_bytes_for_every_dtype(question, key, value):
     result = calculate(question)
-    assert result and result.kind == "bytes" and result.values[key] == value, result and result.text
+    assert result and result.kind in ("bytes", "vector_bytes") and result.values[key] == value, result and result.text
 
 
 def test_a_query_is_never_cut_inside_a_word():

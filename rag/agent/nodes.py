@@ -131,6 +131,8 @@ def retrieve(state: AgentState, ctx: AgentContext) -> dict:
             lists.append({"tier": 3, "source": p["query"], "ids": ids[FIRST_TIER:]})
         for rank, h in enumerate(hits):
             add(h.passage.id, h, rank, p["query"], "search")
+    if rnd == 1 and pending and results and not ctx.short_answer:
+        lookups = lookups + opening_lookups(state["question"], [h.passage.id for h in results[0]], found, by_id)
     for lk in lookups:
         lists.append({"tier": lk["tier"], "source": lk["source"], "ids": lk["ids"]})
         for rank, pid in enumerate(lk["ids"]):
@@ -152,6 +154,28 @@ def retrieve(state: AgentState, ctx: AgentContext) -> dict:
         "lookups": [],
         "steps": [step],
     }
+
+
+_HOW_DOES = re.compile(r"^\s*how\s+(?:does|do|is|are)\s+(?!.*\b(?:related|relate|compare)\b)", re.IGNORECASE)
+
+
+def opening_lookups(question: str, ids: list[str], found: dict, by_id: dict) -> list[dict]:
+    """For "What is X?" / "How does X work?": the opening passage (<file>#0) of the document that holds most of the
+    first search's hits, when the search missed it. Documents define their subject first, and a search for X often
+    ranks the later sections that use X above the one that says what X is. A long answer only (a short answer is
+    a factoid span, and the first search's own hits serve it better)."""
+    from rag.agent.reading import definition_target
+
+    if not ids or not (definition_target(question) or _HOW_DOES.match(question)):
+        return []
+    docs = [pid.rsplit("#", 1)[0] for pid in ids if "#" in pid]
+    if not docs:
+        return []
+    doc = max(dict.fromkeys(docs), key=docs.count)
+    opening = f"{doc}#0"
+    if docs.count(doc) < 2 or opening not in by_id or opening in found:
+        return []
+    return [{"source": f"opening of {doc}", "ids": [opening], "tier": 0}]
 
 
 def grade(state: AgentState, ctx: AgentContext) -> dict:
@@ -323,7 +347,7 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
         return {"answer": text, "citations": closest, "spans": [], "mode": mode, "steps": [step]}
     notes = []
     if calc:
-        source = max(passages, key=lambda p: overlap(calc["topic"], p["title"] + " " + p["text"]), default=None)
+        source = calc_source(calc, passages)
         notes.append(calc["text"] + (f" [{source['n']}]" if source else ""))
     # the calculator already answers its part of a multi-part question
     subs = [q for q in state["sub_questions"] if not calc or q != calc.get("part")]
@@ -425,6 +449,13 @@ def _answer_with_fallback(
 
 def _hit_brief(hit) -> dict:
     return {"id": hit.passage.id, "title": hit.passage.title, "score": round(float(hit.score), 4)}
+
+
+def calc_source(calc: dict, passages: list[dict]) -> dict | None:
+    """The passage the calculator cites: the best match for its topic among those that state its formula (hold its
+    `cite` pattern), or among all when none does."""
+    stating = [p for p in passages if calc.get("cite") and re.search(calc["cite"], p["text"])]
+    return max(stating or passages, key=lambda p: overlap(calc["topic"], p["title"] + " " + p["text"]), default=None)
 
 
 def _has_figures(text: str, calc: dict) -> bool:

@@ -55,6 +55,7 @@ def _calc_dict(question: str, parts: list[str]) -> dict | None:
             return {
                 "text": result.text,
                 "topic": result.topic,
+                "cite": result.cite,
                 "kind": result.kind,
                 "values": result.values,
                 "inputs": result.inputs,

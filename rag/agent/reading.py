@@ -15,7 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rag.agent.comparison import compare
 from rag.agent.reader import NULL_MARGIN, Span, sentence_around
+from rag.agent.sentence_pick import heading_lead, pick, with_antecedent
 from rag.agent.text import STOPWORDS, overlap
 
 READ_PASSAGES = 5  # passages the reader reads per target (the answer step's best first)
@@ -146,6 +148,10 @@ class ReadAnswer:
     found: bool
 
 
+def _span(p: dict, start: int, end: int) -> dict:
+    return {"n": p["n"], "id": p["id"], "text": p["text"][start:end], "start": start, "end": end}
+
+
 def readable(passages: list[dict]) -> list[dict]:
     return [
         p for p in passages if isinstance(p.get("text"), str) and p["text"].strip() and not other_language(p["text"])
@@ -187,6 +193,17 @@ def read_answer(
             return ReadAnswer(" ".join(notes + [text]).strip() if notes else text, spans, True)
     if notes and not sub_questions:
         return ReadAnswer(" ".join(notes), [], True)  # the calculator answers it, citing its source passage
+    typed = None
+    if not short:  # a comparison gives both figures even when it was searched side by side
+        live = readable(passages)
+        typed = (None if sub_questions else pick(question, live, READ_PASSAGES)) or compare(
+            question, live, READ_PASSAGES
+        )
+    if typed and typed["kind"] == "yes/no":  # the reader has no yes/no: the sentence that states it, and its polarity
+        p = typed["passage"]
+        start = p["text"].find(typed["sentence"])
+        spans = [] if start < 0 else [_span(p, start, start + len(typed["sentence"]))]
+        return ReadAnswer(" ".join(notes + [f"{typed['prefix']}{typed['sentence']} [{p['n']}]"]), spans, True)
     targets = [question] if short or not sub_questions else list(sub_questions)
     parts, spans = [], []
     for target in targets:
@@ -198,10 +215,12 @@ def read_answer(
         if short:
             parts.append(f"{sp.text} [{p['n']}]")
         else:
-            a, b = sentence_around(p["text"], sp.start, sp.end)
+            a, b = with_antecedent(p["text"], *sentence_around(p["text"], sp.start, sp.end))
             sentence = " ".join(p["text"][a:b].split())
             if sentence and all(sentence not in x for x in parts):
                 parts.append(f"{sentence} [{p['n']}]")
+    if not parts and typed:
+        parts.append(f"{typed['sentence']} [{typed['passage']['n']}]")
     if not parts:
         live = readable(passages)
         text = fallback(question, live, notes, sub_questions, short) if fallback and live else ""
@@ -216,9 +235,14 @@ def read_answer(
     if notes and short:
         return ReadAnswer(" ".join(notes), spans, True)
     defined = None if short else definition_sentence(question, passages)
+    if not defined and not short and not typed:
+        defined = heading_lead(question, readable(passages), READ_PASSAGES)  # the section the question names
+    if typed:  # why / relation / comparison: the sentence that gives the reason, relation or figures comes first
+        defined = (typed["sentence"], typed["passage"])
     if defined and all(defined[0] not in x for x in parts):
+        parts = [x for x in parts if re.sub(r"\s*\[\d+\]$", "", x) not in defined[0]]
         parts.insert(0, f"{defined[0]} [{defined[1]['n']}]")  # what X is comes first
-    if support and not short:
+    if support and not short and (not typed or typed["kind"] == "comparison"):  # the figures, then the best match
         extra = support(question, readable(passages))
         if extra and all(re.sub(r"\s*\[\d+\]$", "", extra) not in x for x in parts):
             parts.append(extra)

@@ -1,0 +1,155 @@
+"""The calculator's formula table: every formula the corpus states, applied to the numbers a question gives; a
+formula fires only when the question asks for its quantity and gives its numbers, and cites the passage stating it."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import pytest
+
+from rag.agent.formulas import _VECTOR_SOURCES, FORMULAS, calculate, read_quantities
+
+CORPUS = pathlib.Path(__file__).resolve().parents[1] / "corpus"
+
+
+@pytest.mark.parametrize(
+    "question, kind, key, value",
+    [
+        (
+            "How many FLOPs per token does training a 350M-parameter model cost?",
+            "training_flops",
+            "flops_per_token",
+            2.1e9,
+        ),
+        ("Training compute for a 3B parameter model on 600 billion tokens?", "training_flops", "total_flops", 1.08e22),
+        ("FLOPs per token to train a 2B model with gradient checkpointing?", "training_flops", "flops_per_token", 16e9),
+        (
+            "How many FLOPs does a forward pass of a 1.3B model take per token?",
+            "forward_flops",
+            "flops_per_token",
+            2.6e9,
+        ),
+        ("How many training tokens are compute-optimal for a 3B-parameter model?", "optimal_tokens", "tokens", 6e10),
+        ("Output softmax FLOPs per token with V = 32,000 and d = 2,048?", "output_flops", "forward_flops", 131_072_000),
+        ("How many bytes of logits for B = 4, T = 1,024, V = 50,257 in fp32?", "logits", "bytes_fp32", 823_410_688),
+        (
+            "FLOPs per token per layer for d = 1024 and T = 2048?",
+            "flops",
+            "total_flops",
+            24 * 1024**2 + 4 * 2048 * 1024,
+        ),
+        ("How much memory does fine-tuning a 2B-parameter model with AdamW need?", "training_memory", "bytes", 32e9),
+        (
+            "With mixed precision, how much training memory does a 500M parameter model need?",
+            "training_memory",
+            "bytes_per_param",
+            16,
+        ),
+        ("Training memory of a 1B model with 8-bit Adam?", "training_memory", "bytes", 10e9),
+        ("Training memory for a 1B model in pure bf16 without a master copy?", "training_memory", "bytes", 8e9),
+        ("What d does the 1.5·√V rule give for a vocabulary of 20,000?", "sqrt_heuristic", "d", 212.13),
+        ("What does the fourth root rule give for 10,000 categories?", "sqrt_heuristic", "d", 10.0),
+        (
+            "Parameters of a learned position table with context length 2,048 and d = 1,024?",
+            "position_table",
+            "params",
+            2_097_152,
+        ),
+        ("For 4 million vectors, what nlist does the rule suggest?", "nlist", "nlist_high", 32_000),
+        ("How big is a PQ code with m = 32 for 512-dimensional vectors?", "pq", "code_bytes", 32),
+        ("Bytes per vector of an HNSW index with M = 16 at d = 768?", "vector_bytes", "bytes_per_vector", 3_200),
+        ("Memory per vector for HNSW32 at d = 256?", "vector_bytes", "bytes_per_vector", 1_280),
+        ("Memory per vector of HNSW with SQ8 codes, M = 16, d = 512?", "vector_bytes", "bytes_per_vector", 640),
+        (
+            "How much memory does a flat index of 2,000,000 vectors at d = 768 need?",
+            "vector_bytes",
+            "index_bytes",
+            6_144_000_000,
+        ),
+        ("What is the memory of 10 million binary codes at d = 512?", "vector_bytes", "index_bytes", 640_000_000),
+        ("Memory per vector of an IVF-Flat index at d = 128?", "vector_bytes", "bytes_per_vector", 520),
+        ("How much memory does a 7B model take in bf16?", "bytes", "bytes_bf16", 14e9),
+        ("Ratio of attention work to the rest at T = 8,192 and d = 768?", "attention_ratio", "ratio", 1.7778),
+        (
+            "Multiply-adds of a brute-force query over 1,000,000 vectors at d = 384?",
+            "search_cost",
+            "multiply_adds",
+            384e6,
+        ),
+        (
+            "Cost of a one-hot product with V = 32,000 and d = 512 in multiply-adds?",
+            "one_hot",
+            "multiply_adds",
+            16_384_000,
+        ),
+        ("How many parameters do 24 layers with d = 2048 hold?", "block_params", "params", 24 * 12 * 2048**2),
+        ("What is the perplexity of a model with a loss of 3.5 nats?", "perplexity", "perplexity", 33.1155),
+        ("What loss corresponds to a perplexity of 12?", "perplexity", "loss_nats", 2.4849),
+    ],
+)
+def test_each_formula_applies_to_the_questions_numbers(question, kind, key, value):
+    result = calculate(question)
+    assert result is not None and result.kind == kind, result and result.text
+    assert result.values[key] == pytest.approx(value, rel=1e-4), result.text
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What does the rule of thumb say about training compute for a 13B-parameter model?",  # 6·N, not √V
+        "Is there a rule of thumb for the parameters of a 7B model's embedding?",
+    ],
+)
+def test_a_rule_of_thumb_about_compute_or_parameters_is_not_the_sqrt_rule(question):
+    result = calculate(question)
+    assert result is None or result.kind != "sqrt_heuristic", result.text
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How much memory per vector does an HNSW index use?",  # no d, no M
+        "What is the rule of thumb for choosing d?",
+        "How much memory does training with Adam take?",
+        "How does perplexity depend on the tokenizer?",
+        "How many FLOPs does training cost per token?",
+        "What is the code size of product quantization?",
+    ],
+)
+def test_no_figure_without_the_numbers(question):
+    assert calculate(question) is None
+
+
+def test_numbers_are_read_however_they_are_written():
+    assert read_quantities("a 7-billion-parameter model")["N"] == 7e9
+    assert read_quantities("N = 7 × 10⁹ on D = 2e12 tokens") == {"N": 7e9, "D": 2e12}
+    assert read_quantities("HNSW32 over 1.5M vectors of 384 dimensions") == {"M": 32, "n": 1.5e6, "d": 384}
+    assert read_quantities("m = 48 sub-vectors, d=768")["m"] == 48
+
+
+def test_every_formula_cites_a_passage_of_the_corpus_that_states_it():
+    text = "\n".join(p.read_text() for p in CORPUS.glob("*.md"))
+    for f in FORMULAS:
+        assert re.search(f.cite, text), f.kind
+    for kind, source in _VECTOR_SOURCES.items():
+        assert re.search(source["cite"], text), kind
+
+
+def test_each_index_kind_cites_its_own_passage():
+    assert calculate("Bytes per vector of HNSW with M = 16 at d = 768?").cite == r"2·M·4"
+    assert calculate("Bytes per vector of binary codes at d = 1024?").cite == r"d/8 bytes"
+
+
+def test_the_calculator_cites_the_passage_that_states_its_formula():
+    from rag.agent.nodes import calc_source
+
+    calc = {"topic": calculate("FLOPs per token to train a 1B model?").topic, "cite": r"6·N"}
+    uses = {
+        "n": 1,
+        "title": "Training compute budget",
+        "text": "Training compute per token, forward and backward FLOPs, grows with the model.",
+    }
+    states = {"n": 2, "title": "Scaling", "text": "Forward and backward together cost C ≈ 6·N FLOPs per token."}
+    assert calc_source(calc, [uses, states])["n"] == 2
+    assert calc_source({**calc, "cite": r"nowhere"}, [uses, states])["n"] == 1  # none states it: the best topic match

@@ -1,0 +1,170 @@
+"""Sentences for the questions the span reader reads badly: yes/no answers "No" only where a negation binds the
+question's predicate, why-answers bring the sentence a back-reference points at, relation answers name both sides
+and their equation, a named section heading leads, and a definition question fetches its document's opening."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.agent.nodes import opening_lookups
+from rag.agent.sentence_pick import ability_verb, heading_lead, kind, pick, relation_sides, with_antecedent
+
+LAYER = {
+    "n": 1,
+    "id": "layer.md#2",
+    "title": "Layer Norm — Cost",
+    "text": "Layer norm rescales each vector to zero mean and unit variance. It has no bias in some models, "
+    "and its cost is one pass over the vector.",
+}
+POOLING = {
+    "n": 2,
+    "id": "pool.md#1",
+    "title": "Mean Pooling — Properties",
+    "text": "Mean pooling needs no training: it averages the token vectors. The pooled vector is not normalised, "
+    "so its length depends on the text.",
+}
+
+
+def test_kinds():
+    assert kind("Does mean pooling need training?") == "yes/no"
+    assert kind("Is BM25 or dense retrieval faster?") is None  # a choice, not yes/no
+    assert kind("Why do hybrid rankings beat either list?") == "why"
+    assert kind("How is PCA related to whitening?") == "relation"
+    assert kind("What is the relationship between loss and perplexity?") == "relation"
+    assert kind("What is HNSW?") is None
+
+
+def test_yes_no_says_no_only_where_the_negation_binds_the_predicate():
+    got = pick("Does mean pooling need training?", [LAYER, POOLING])
+    assert got["prefix"] == "No — " and got["passage"]["id"] == "pool.md#1" and "needs no training" in got["sentence"]
+    # "the pooled vector is not normalised" negates a word of the question, but one that is the passage's topic
+    got = pick("Is mean pooling a kind of layer norm?", [POOLING])
+    assert got is None or got["prefix"] == ""
+    got = pick("Is layer norm's output unit variance?", [LAYER])  # shares every word, negates nothing: no "Yes"
+    assert got["prefix"] == "" and "unit variance" in got["sentence"]
+
+
+def test_a_why_answer_brings_the_sentence_a_back_reference_points_at():
+    p = {
+        "n": 1,
+        "id": "fusion.md#0",
+        "title": "Fusion",
+        "text": "Sparse retrieval misses paraphrases. Dense retrieval has the opposite weakness, which is why "
+        "fusing the two helps.",
+    }
+    got = pick("Why does fusing dense and sparse retrieval help?", [p])
+    assert got["sentence"].startswith("Sparse retrieval misses paraphrases.")
+    text = p["text"]
+    a, b = with_antecedent(text, text.index("Dense"), len(text))
+    assert text[a:b].startswith("Sparse retrieval")
+    assert with_antecedent(text, 0, text.index(" Dense")) == (0, text.index(" Dense"))
+
+
+def test_a_relation_answer_names_both_sides_and_brings_its_equation():
+    p = {
+        "n": 1,
+        "id": "ppl.md#0",
+        "title": "Perplexity — Definition",
+        "text": "For a loss H in nats,\n\nPPL = exp(H).\n\nPerplexity is the exponential of the loss.",
+    }
+    other = {"n": 2, "id": "x.md#0", "title": "Loss curves", "text": "The loss falls as training goes on."}
+    got = pick("How is perplexity related to the loss?", [other, p])
+    assert got["passage"]["id"] == "ppl.md#0" and got["sentence"].startswith("PPL = exp(H).")
+
+
+def test_a_named_section_heading_leads():
+    p = {
+        "n": 1,
+        "id": "ivf.md#3",
+        "title": "IVF — Choosing nprobe",
+        "text": "Start with nprobe = 8 and raise it until recall stops rising. Each probe costs one list scan.",
+    }
+    got = heading_lead("How should I choose nprobe?", [LAYER, p])
+    assert got and got[0].startswith("Start with nprobe = 8") and got[1]["id"] == "ivf.md#3"
+    assert heading_lead("What does layer norm cost?", [LAYER]) is None  # one heading word is not a named section
+
+
+def test_a_definition_question_fetches_its_documents_opening():
+    by_id = {"a.md#0": 0, "a.md#3": 0, "a.md#4": 0, "b.md#0": 0}
+    ids = ["a.md#3", "a.md#4", "b.md#0"]
+    assert opening_lookups("What is whitening?", ids, {}, by_id)[0]["ids"] == ["a.md#0"]
+    assert opening_lookups("How does whitening work?", ids, {}, by_id)[0]["ids"] == ["a.md#0"]
+    assert opening_lookups("How many rows does it need?", ids, {}, by_id) == []  # not a definition question
+    assert opening_lookups("What is whitening?", ids, {"a.md#0": {}}, by_id) == []  # already found
+    assert opening_lookups("What is whitening?", ["a.md#3", "b.md#0"], {}, by_id) == []  # no document dominates
+
+
+def test_a_negated_predicate_beats_a_sentence_that_only_uses_the_word():
+    p = {
+        "n": 1,
+        "id": "log.md#0",
+        "title": "Logarithms — Domain",
+        "text": "The logarithm of x is defined as the power e must be raised to. At x = 0 the logarithm is undefined.",
+    }
+    got = pick("Is the logarithm of zero defined?", [p])
+    assert got["prefix"] == "No — " and "undefined" in got["sentence"]
+    q = {"n": 1, "id": "s.md#0", "title": "Search", "text": "Flat search compares all vectors. Search is exact."}
+    assert pick("Is flat search exact?", [q])["sentence"] == "Search is exact."
+
+
+TREE = {
+    "n": 1,
+    "id": "tree.md#2",
+    "title": "Tree Index — Limits",
+    "text": "A tree index answers range queries quickly. Removing a key is not supported; the index must be rebuilt. "
+    "Keys can be appended at any time.",
+}
+GRAPH = {
+    "n": 2,
+    "id": "graph.md#1",
+    "title": "Graph Index — Memory",
+    "text": "The graph stores 16 links per node. Its memory grows linearly with the number of nodes.",
+}
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Can I remove a key from a tree index?",
+        "Is it possible to remove keys from a tree index?",
+        "Does the tree index support removing keys?",
+        "Can keys be removed from a tree index?",
+    ],
+)
+def test_an_ability_question_gets_the_sentence_that_states_the_inability_for_its_verb(question):
+    got = pick(question, [GRAPH, TREE])
+    assert got["prefix"] == "No — " and got["sentence"].startswith("Removing a key is not supported"), got
+
+
+def test_an_ability_that_is_stated_is_not_a_no():
+    got = pick("Can keys be appended to a tree index?", [GRAPH, TREE])
+    assert got["prefix"] == "" and got["sentence"] == "Keys can be appended at any time."
+    assert ability_verb("Could one shrink the graph?") == "shrink"
+    assert ability_verb("What can a tree index do?") is None
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How are layer norm and mean pooling connected?",
+        "What links layer norm and mean pooling?",
+        "How is layer norm tied to mean pooling?",
+        "What do layer norm and mean pooling have in common?",
+        "What is the connection between layer norm and mean pooling?",
+        "How does layer norm relate to mean pooling?",
+    ],
+)
+def test_relation_questions_however_they_are_phrased(question):
+    assert kind(question) == "relation"
+    assert [e[:1] for e in relation_sides(question)] == [["layer"], ["mean"]]
+
+
+def test_the_verbs_family_covers_the_question_word():
+    p = {
+        "n": 1,
+        "id": "store.md#4",
+        "title": "Vector Store — Limits",
+        "text": "The store keeps vectors in one file. Deletion is not supported in Acme's store; rebuild it instead.",
+    }
+    got = pick("Can I delete vectors from the Acme store?", [p])
+    assert got["prefix"] == "No — " and got["sentence"].startswith("Deletion is not supported")
