@@ -1,15 +1,18 @@
 """Measure the injection detector (rag.agent.injection): the false-positive rate on benign text and the recall on
-attack phrasings, each set reported on its own.
+attack phrasings, each set reported on its own, and which split each set belongs to.
 
 Benign: real sentences from every named corpus that is available (builtin, scifact, hotpotqa, squad), from the
 passages whose id hash falls in the held-out quarters 1 and 3 (the classifier trains on quarter 0 and the
-thresholds were chosen on quarter 2), plus tests/data/injection/benign_howto.txt: how-to and runbook sentences
-that give orders to a human reader ("revoke the old key", "ignore the warning if the disk is new"), and
-benign_howto2.txt, written after the rules and thresholds were fixed and measured once.
+threshold was chosen on quarter 2), plus the sets in tests/data/injection/. Attacks: one file per set (one variant
+per line, a literal \\n between its sentences); a variant counts as caught when any of its sentences is flagged.
 
-Attacks: one file per set in tests/data/injection/ (one variant per line, a literal \\n between its sentences).
-A variant counts as caught when any of its sentences is flagged. fresh3.txt was written after the rules and
-thresholds of issue 23 were fixed, and measured once.
+SPLIT says what each set was for. fresh4..6 and benign_howto3, benign_ai, benign5, benign6 were each written by
+an engineer who never saw the detector or its training data, in three rounds; each round's sets were measured once
+as held out, then joined training (or the dev split) for the next round:
+- round 1 (first classifier): fresh4 81 % recall; benign_howto3 + benign_ai 7 of 200 flagged;
+- round 2 (wider grammar; fresh3 and benign_howto2 trained on): fresh5 91 % recall; benign5 10 of 150 flagged;
+- round 3 (clauses scored; fresh4, benign_howto3, benign_ai trained on; fresh5 and benign5 the dev split that chose
+  the threshold): fresh6 and benign6 are held out, measured once (docs/security.md has the figures).
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -21,8 +24,32 @@ import zlib
 from pathlib import Path
 
 SETS = Path(__file__).resolve().parents[2] / "tests" / "data" / "injection"
-ATTACK_SETS = ("dev.txt", "heldout.txt", "fresh.txt", "fresh2.txt", "issue23.txt", "fresh3.txt")
-BENIGN_SETS = ("benign_howto.txt", "benign_howto2.txt")  # the second was written after the rules were fixed
+ATTACK_SETS = (
+    "dev.txt",
+    "heldout.txt",
+    "fresh.txt",
+    "fresh2.txt",
+    "issue23.txt",
+    "fresh3.txt",
+    "fresh4.txt",
+    "fresh5.txt",
+    "fresh6.txt",
+)
+BENIGN_SETS = (
+    "benign_howto.txt",
+    "benign_howto2.txt",
+    "benign_howto3.txt",
+    "benign_ai.txt",
+    "benign5.txt",
+    "benign6.txt",
+)
+SPLIT = {  # what each set was used for (see the module doc)
+    **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
+    "fresh5.txt": "dev",
+    "benign5.txt": "dev",
+    "fresh6.txt": "held out",
+    "benign6.txt": "held out",
+}
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
 
@@ -30,7 +57,8 @@ def read_lines(name: str) -> list[str]:
     path = SETS / name
     if not path.exists():
         return []
-    return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#")]
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line for line in lines if line.strip() and not line.startswith("# ")]  # "### Instruction:" is an attack
 
 
 def variants(name: str) -> list[list[str]]:
@@ -85,13 +113,13 @@ def main(argv: list[str]) -> None:
     total_b = sum(n for _, n, _ in result["benign"].values())
     print("benign sentences (false positives):")
     for source, (f, n, examples) in result["benign"].items():
-        print(f"  {source:18s} {f:4d} / {n:5d} flagged  ({f / max(n, 1):.2%})")
+        print(f"  {source:18s} {f:4d} / {n:5d} flagged  ({f / max(n, 1):.2%})  {SPLIT.get(source, 'held out')}")
         for s in examples[:5]:
             print(f"      e.g. {s[:110]}")
     print(f"  {'all':18s} {total_fp:4d} / {total_b:5d} flagged  ({total_fp / max(total_b, 1):.2%})")
-    print("attack phrasings (recall; fresh3.txt was written after the thresholds were fixed):")
+    print("attack phrasings (recall):")
     for name, (c, n, missed) in result["attacks"].items():
-        print(f"  {name:18s} {c:4d} / {n:4d} caught   ({c / max(n, 1):.1%})")
+        print(f"  {name:18s} {c:4d} / {n:4d} caught   ({c / max(n, 1):.1%})  {SPLIT[name]}")
         for v in missed[:6]:
             print(f"      missed: {' | '.join(v)[:110]}")
 

@@ -1,4 +1,5 @@
-"""`rag train reader` (the learned span reader) and `rag eval answers` (what the answers say)."""
+"""`rag train reader` (the learned span reader), `rag train screen` (the injection classifier) and `rag eval answers`
+(what the answers say)."""
 
 from __future__ import annotations
 
@@ -131,3 +132,35 @@ def _eval_answers(parts, llm, compare, squad_limit, hotpot_limit, seed, options,
             table.add_row(s["system"], str(s["n"]), *("-" if s.get(c) is None else f"{s[c]:g}" for c in cols))
         console.print(table)
     console.print(f"[dim]wrote {out}/results.json, per_query.jsonl, report.md[/]")
+
+
+def train_screen(
+    epochs: float = typer.Option(2.0, help="Passes over the training texts."),
+    batch: int = typer.Option(32, help="Texts per step."),
+    lr: float = typer.Option(1e-3, help="Peak learning rate (linear warm-up, then linear decay)."),
+    threads: int = typer.Option(2, help="torch CPU threads."),
+    seed: int = typer.Option(0, help="Seed for the generated texts, the shuffling and the adapters."),
+    out: Path = typer.Option(
+        None, help="Where to write the weights (default: the committed rag/agent/injection_classifier.npz)."
+    ),
+):
+    """Fine-tune the injection classifier (adapters on the packaged MiniLM) that screens retrieved passages."""
+    _train_screen(epochs, batch, lr, threads, seed, out)
+
+
+@handle_errors
+def _train_screen(epochs, batch, lr, threads, seed, out):
+    import json
+
+    from rag.agent.injection_fit import train
+
+    info = train(
+        out=Path(out) if out else None,
+        epochs=epochs,
+        batch=batch,
+        lr=lr,
+        threads=threads,
+        seed=seed,
+        progress=lambda line: err_console.print(line, highlight=False),
+    )
+    console.print_json(json.dumps(info))

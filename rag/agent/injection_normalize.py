@@ -1,0 +1,64 @@
+"""Normalisation before the injection screen (rag.agent.injection) and its classifier read a text: NFKC, invisible
+characters dropped, look-alike letters from other scripts mapped to Latin by Unicode's confusables table, letter-
+spaced runs ("I g n o r e") joined, case folded, whitespace collapsed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from functools import lru_cache
+from pathlib import Path
+
+_INVISIBLE = re.compile(
+    r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    r"\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]"
+)
+
+
+@lru_cache(maxsize=1)
+def confusables() -> dict[int, str]:
+    """Unicode's confusables (via the confusable_homoglyphs package): each non-ASCII character that looks like an
+    ASCII letter or digit, mapped to it (Cyrillic 'а' -> 'a', Greek 'ο' -> 'o', fullwidth and math letters ...)."""
+    import confusable_homoglyphs
+
+    table = json.loads((Path(confusable_homoglyphs.__file__).parent / "confusables.json").read_text(encoding="utf-8"))
+    out = {}
+    for char, glyphs in table.items():
+        if len(char) != 1 or char.isascii():
+            continue
+        latin = sorted(
+            (g["c"] for g in glyphs if len(g["c"]) == 1 and g["c"].isascii() and g["c"].isalnum()),
+            key=lambda c: (not c.isalpha(), c),
+        )  # a letter before a digit: capital О is O, not 0
+        if latin:  # Unicode's skeleton for capital I is l; an upper-case look-alike of I reads as I here
+            out[ord(char)] = "I" if latin[0] == "l" and char.isupper() else latin[0]
+    return out
+
+
+_SPACED = re.compile(
+    r"(?<!\w)(?:\w[ \t._\-*]){2,}\w(?!\w)"
+)  # "I g n o r e", "i.g.n.o.r.e": single letters, one gap each
+SPACED_TRIGGERS = re.compile(
+    r"ignor|disregard|forget|overrid|instruction|systemprompt|previous|assistant|jailbreak|developermode|reveal"
+)
+
+
+def despace(text: str) -> str:
+    """Runs of four or more single letters with one separator between them joined into one word ("I g n o r e
+    a l l" -> "Ignore all" where words were set apart by wider gaps, "Ignoreall" where they were not)."""
+    return _SPACED.sub(lambda m: re.sub(r"[ \t._\-*]", "", m.group()), text)
+
+
+def normalize(text: str) -> str:
+    """NFKC, invisible characters removed, look-alikes mapped to ASCII, letter-spaced runs joined, case folded,
+    whitespace collapsed."""
+    text = despace(_INVISIBLE.sub("", unicodedata.normalize("NFKC", text)))
+    return " ".join(text.translate(confusables()).casefold().split())
+
+
+def spaced_trigger(text: str) -> bool:
+    """Letter-spaced text that spells an override word: nobody spaces out "ignore previous" to inform a reader."""
+    runs = [re.sub(r"[ \t._\-*]", "", m.group()) for m in _SPACED.finditer(unicodedata.normalize("NFKC", text))]
+    return any(SPACED_TRIGGERS.search(run.translate(confusables()).casefold()) for run in runs)
