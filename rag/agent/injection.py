@@ -340,6 +340,16 @@ SELF_REFERENCE = re.compile(
 NOT_A_ROLE = re.compile(r"\byou(?:'re| are) now (?:ready|able|done|set up|logged|connected|finished|all set)\b")
 
 
+WORD = re.compile(r"[^\W\d_]{2,}")
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+def wordy(text: str) -> bool:
+    """Whether text has the words an instruction needs (three of two letters or more, or CJK script): the
+    classifier is not asked about a formula such as "nDCG@k = DCG@k / IDCG@k," (it said 0.98)."""
+    return len(WORD.findall(text)) >= 3 or bool(CJK.search(text))
+
+
 @dataclass
 class Flag:
     sentence: str
@@ -371,7 +381,7 @@ class Detector:
             todo = sorted({k for k in keys if k not in self.cache})
         if todo:
             sims = (self.embed(todo) @ self.exemplars.T).max(axis=1)
-            probs = self.classifier.probabilities(todo)
+            probs = np.where([wordy(t) for t in todo], self.classifier.probabilities(todo), 0.0)
             with self.lock:
                 if len(self.cache) > 50_000:
                     self.cache.clear()
