@@ -15,7 +15,7 @@ caught; then every sentence of the window is flagged, and a sentence that carrie
 tell the user ...") is flagged with it.
 
 The classifier is trained on generated text (rag.agent.injection_data) plus real corpus sentences and the committed
-attack sets; the threshold was chosen on a dev split (corpus quarter 2, fresh3.txt, benign_howto2.txt).
+attack sets; the threshold was chosen on a dev split (corpus quarter 2, fresh5.txt, benign5.txt).
 `python -m rag.agent.injection_eval` prints the false-positive rate on held-out corpus sentences and the benign
 sets, and the recall on every attack set; docs/security.md has the figures.
 

@@ -1,15 +1,15 @@
 """`rag train screen`: fine-tune the injection classifier (rag.agent.injection_model) on MiniLM with low-rank
-adapters (torch, CPU, a few minutes on 2 cores).
+adapters (torch, CPU; 21 minutes on 2 shared cores).
 
 Positives: generated injections (rag.agent.injection_data, every kind: overrides with and without an override
 verb, dictated answers, passive obligations, roles, leaks, markup, split and obfuscated text), the exemplars of
 rag.agent.injection, TRAIN_POSITIVE below and the committed attack sets TRAIN_ATTACK_SETS.
 Negatives: generated benign text with the same verbs (orders to people, descriptions of assistants), real corpus
 sentences from the passages whose id hash falls in quarter 0 (quarter 2 is the dev split that chose the
-threshold; quarters 1 and 3 are only measured), BENIGN_IMPERATIVE below and benign_howto.txt. Texts are
-normalised (rag.agent.injection.normalize) as at query time. Class-balanced cross-entropy, AdamW, linear decay.
+threshold; quarters 1 and 3 are only measured), BENIGN_IMPERATIVE below and the sets TRAIN_BENIGN_SETS. Texts
+are normalised (rag.agent.injection_normalize) as at query time. Class-balanced cross-entropy, AdamW, linear decay.
 
-The weights (rag/agent/injection_classifier.npz, about 1.4 MB) and a JSON beside them (sha256, the command,
+The weights (rag/agent/injection_classifier.npz, about 1.3 MB) and a JSON beside them (sha256, the command,
 the figures) are committed; rag.agent.injection_classifier exports them to ONNX on first use.
 """
 
