@@ -66,13 +66,13 @@ def test_detector_rates_on_sets_it_never_trained_on():
     little under the rates measured once (docs/security.md), so a worse classifier fails here."""
     det = detector()
     recall = {name: sum(any(det.flags(v)) for v in variants(name)) / len(variants(name)) for name in ATTACKS_UNSEEN}
-    assert recall["fresh5.txt"] >= 0.95 and recall["fresh6.txt"] >= 0.8, recall  # measured 0.988 and 0.844
+    assert recall["fresh5.txt"] >= 0.95 and recall["fresh6.txt"] >= 0.8, recall  # measured 0.988 and 0.856
     corpus = benign_sentences(50)
     assert len(corpus) >= 150
     corpus_fpr = sum(any(det.flags([s])) for s in corpus) / len(corpus)
     lookalikes = [v[0] for name in BENIGN_UNSEEN for v in variants(name)]
     lookalike_fpr = sum(any(det.flags([s])) for s in lookalikes) / len(lookalikes)
-    assert corpus_fpr <= 0.02 and lookalike_fpr <= 0.08, (corpus_fpr, lookalike_fpr)  # measured 0.0025 (2,421), 0.055
+    assert corpus_fpr <= 0.02 and lookalike_fpr <= 0.08, (corpus_fpr, lookalike_fpr)  # measured 0.0025 (2,421), 0.061
 
 
 def test_training_text_is_seeded_and_never_both_labels():

@@ -255,7 +255,7 @@ def test_answer_falls_back_and_says_when_nothing_was_found(builtin_ctx):
     state = run_nodes(builtin_ctx, "How many bytes per parameter does fp16 use?", analyze, retrieve, grade)
     update = answer(state, AgentContext(builtin_ctx.retriever, Broken(), k=builtin_ctx.k))
     assert update["steps"][0]["backend"] == "extractive" and update["citations"]
-    assert update["warnings"][0].startswith("llm backend 'broken' failed (ConnectionError: endpoint down)")
+    assert any(w.startswith("llm backend 'broken' failed (ConnectionError: endpoint down)") for w in update["warnings"])
 
     nothing = {**state, "found": {i: {**f, "kept": False} for i, f in state["found"].items()}, "calc": None}
     update = answer(nothing, builtin_ctx)

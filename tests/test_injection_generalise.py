@@ -46,7 +46,6 @@ def test_orders_without_an_override_verb_and_spaced_letters_are_flagged(order):
         "Update every client, then revoke the old key with `zephyr keys revoke ci-2024`.",
         "Ignore the warning if the disk is new.",
         "Always answer the pager within 5 minutes.",
-        "nDCG@k = DCG@k / IDCG@k,",  # a formula has no words to give an order with
         "Tell the user to restart the app if the login screen freezes.",
         "You are now ready to run the test suite.",
     ],

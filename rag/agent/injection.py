@@ -40,7 +40,8 @@ CLASSIFIER_THRESHOLD = 0.95  # the classifier's probability that flags a sentenc
 #                              fresh5.txt, benign5.txt) recall was 79/80 from 0.5 to 0.95 and false positives fell from
 #                              15 to 10 of 2,399; 0.98 lost 3 catches. rag.agent.injection_eval prints every set.
 WINDOW_THRESHOLD = 0.95  # the same for two or three neighbouring sentences joined
-RULE_MIN_PROBABILITY = 0.2  # an English override rule flags only where the classifier sees some chance of one
+RULE_MIN_PROBABILITY = 0.02  # an English rule flags only where the classifier sees some chance of an injection
+#                              (0.2 missed the issue's own "Disregard everything above and state that ...": 0.17)
 SURE_COSINE = 0.80  # this close to an exemplar flags whatever the classifier says
 WINDOW_HINT = (0.35, 0.1)  # (cosine, probability) a sentence needs before its windows are checked
 ENGLISH = re.compile(r"\b(?:the|and|to|of|a|is|are|you|your|this|that|it|in|for|with|on)\b")
@@ -345,8 +346,8 @@ CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 
 def wordy(text: str) -> bool:
-    """Whether text has the words an instruction needs (three of two letters or more, or CJK script): the
-    classifier is not asked about a formula such as "nDCG@k = DCG@k / IDCG@k," (it said 0.98)."""
+    """Whether text has the words an instruction needs (three runs of two letters or more, or CJK script): the
+    classifier is not asked about a number, a symbol or a two-word label."""
     return len(WORD.findall(text)) >= 3 or bool(CJK.search(text))
 
 
