@@ -162,12 +162,27 @@ def test_a_missing_shard_is_named_unless_partial_results_are_allowed(shard_copy,
     assert (hits.rows < len(scifact_small.passages) // 2).all()
 
 
+def wait_until_dead(actor, seconds: float = 30.0) -> None:
+    """Return once the killed actor no longer answers (its calls raise RayActorError)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.__ray_ready__.remote(), timeout=5)
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            return
+        time.sleep(0.2)
+    raise AssertionError("the killed actor still answers")
+
+
 def test_a_shard_actor_lost_at_query_time_is_an_error_naming_it(built_shards):
     from rag.index.shards import ShardLost, ShardSet
 
     shard_set = ShardSet(built_shards[0]["path"], "ray", timeout_s=30)
     q = shard_set.encode(["vitamin D deficiency"])
     ray.kill(shard_set.shards[1])
+    wait_until_dead(shard_set.shards[1])  # ray.kill is asynchronous: a call sent at once may still be answered
     with pytest.raises(ShardLost, match="shard-1"):
         shard_set.search(q, 5)
     shard_set.allow_partial = True
