@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 
@@ -58,7 +57,3 @@ class Classifier:
                 (logit,) = self.session.run(None, encode(self.tok, [texts[i] for i in chunk]))
             out[chunk] = 1 / (1 + np.exp(-logit.astype(np.float64)))
         return out
-
-
-def training_info() -> dict:
-    return json.loads(WEIGHTS_INFO.read_text()) if WEIGHTS_INFO.exists() else {}
