@@ -65,8 +65,9 @@ def variants(name: str) -> list[list[str]]:
     return [line.split("\\n") for line in read_lines(name)]
 
 
-def corpus_sentences(per_corpus: int = 700) -> dict[str, list[str]]:
-    """Up to per_corpus sentences (30-400 characters) of each available corpus, from held-out passages."""
+def corpus_sentences(quarters=(1, 3), per_corpus: int = 700, per_passage: int = 4) -> dict[str, list[str]]:
+    """Up to per_corpus sentences (30-400 characters, the first per_passage of each passage) of each available
+    corpus, from the passages whose id hash falls in the given quarters (1 and 3: held out; 0: training; 2: dev)."""
     from rag.agent.text import sentences
     from rag.config import RagError
     from rag.data.corpus import load_corpus
@@ -79,9 +80,9 @@ def corpus_sentences(per_corpus: int = 700) -> dict[str, list[str]]:
             continue  # not available here
         taken: list[str] = []
         for p in passages:
-            if zlib.crc32(p.id.encode()) % 4 not in (1, 3):
+            if zlib.crc32(p.id.encode()) % 4 not in quarters:
                 continue
-            taken += [s for s in sentences(p.text)[:4] if 30 <= len(s) <= 400]
+            taken += [s for s in sentences(p.text)[:per_passage] if 30 <= len(s) <= 400]
             if len(taken) >= per_corpus:
                 break
         out[name] = taken[:per_corpus]
@@ -93,7 +94,7 @@ def measure(per_corpus: int = 700) -> dict:
     from rag.agent.injection import detector
 
     det = detector()
-    benign = {**corpus_sentences(per_corpus), **{name: read_lines(name) for name in BENIGN_SETS}}
+    benign = {**corpus_sentences(per_corpus=per_corpus), **{name: read_lines(name) for name in BENIGN_SETS}}
     out: dict = {"benign": {}, "attacks": {}}
     for source, sents in benign.items():
         flagged = [s for s in sents if any(det.flags([s]))]

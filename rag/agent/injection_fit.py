@@ -19,7 +19,6 @@ import hashlib
 import json
 import random
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -192,30 +191,12 @@ BENIGN_IMPERATIVE = [
 
 
 def corpus_sentences(quarter: int | tuple[int, ...], per_corpus: int = 200) -> list[str]:
-    """Sentences from the passages whose id hash falls in the given quarter(s) (0: training, 2: dev; 1 and 3: held
-    out), at most per_corpus from each corpus that is available here."""
-    quarters = (quarter,) if isinstance(quarter, int) else tuple(quarter)
-    from rag.agent.text import sentences
-    from rag.config import RagError
-    from rag.data.corpus import load_corpus
+    """rag.agent.injection_eval.corpus_sentences for the given quarter(s) (0: training, 2: dev; 1 and 3: held out),
+    the first 3 sentences of each passage, every corpus's in one list."""
+    from rag.agent.injection_eval import corpus_sentences as by_corpus
 
-    out = []
-    for name in ("builtin", "scifact", "hotpotqa", "squad"):
-        try:
-            passages = load_corpus(name).passages
-        except RagError:
-            continue
-        taken = 0
-        for p in passages:
-            if zlib.crc32(p.id.encode()) % 4 not in quarters:
-                continue
-            for s in sentences(p.text)[:3]:
-                if 30 <= len(s) <= 400 and taken < per_corpus:
-                    out.append(s)
-                    taken += 1
-            if taken >= per_corpus:
-                break
-    return out
+    quarters = (quarter,) if isinstance(quarter, int) else tuple(quarter)
+    return [s for taken in by_corpus(quarters, per_corpus, per_passage=3).values() for s in taken]
 
 
 def training_texts(seed: int = 0) -> tuple[list[str], list[int]]:
