@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -46,14 +45,12 @@ class Classifier:
         self.tok = tokenizer()
         self.session = load_session("screen", weights, _export, RETRAIN, threads)
         self.batch = batch
-        self.lock = threading.Lock()
 
     def probabilities(self, texts: list[str]) -> np.ndarray:
         out = np.zeros(len(texts), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for b in range(0, len(order), self.batch):
             chunk = order[b : b + self.batch]
-            with self.lock:
-                (logit,) = self.session.run(None, encode(self.tok, [texts[i] for i in chunk]))
+            (logit,) = self.session.run(None, encode(self.tok, [texts[i] for i in chunk]))  # run() is thread-safe
             out[chunk] = 1 / (1 + np.exp(-logit.astype(np.float64)))
         return out
