@@ -6,13 +6,15 @@ passages whose id hash falls in the held-out quarters 1 and 3 (the classifier tr
 threshold was chosen on quarter 2), plus the sets in tests/data/injection/. Attacks: one file per set (one variant
 per line, a literal \\n between its sentences); a variant counts as caught when any of its sentences is flagged.
 
-SPLIT says what each set was for. fresh4..6 and benign_howto3, benign_ai, benign5, benign6 were each written by
-an engineer who never saw the detector or its training data, in three rounds; each round's sets were measured once
+SPLIT says what each set was for. fresh4..7 and benign_howto3, benign_ai, benign5..7 were each written by an
+engineer who never saw the detector or its training data, in four rounds; each round's sets were measured once
 as held out, then joined training (or the dev split) for the next round:
 - round 1 (first classifier): fresh4 81 % recall; benign_howto3 + benign_ai 7 of 200 flagged;
 - round 2 (wider grammar; fresh3 and benign_howto2 trained on): fresh5 91 % recall; benign5 10 of 150 flagged;
 - round 3 (clauses scored; fresh4, benign_howto3, benign_ai trained on; fresh5 and benign5 the dev split that chose
-  the threshold): fresh6 and benign6 are held out, measured once (docs/security.md has the figures).
+  the threshold): fresh6 77 of 90 (85.6 %); benign6 10 of 160 flagged;
+- round 4 (the same thresholds; fresh5, fresh6, benign5, benign6 trained on, the hand-written sets twice): fresh7
+  and benign7 are held out, measured once: fresh7 95 of 99 (96.0 %); benign7 7 of 160 flagged (docs/security.md).
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -34,6 +36,7 @@ ATTACK_SETS = (
     "fresh4.txt",
     "fresh5.txt",
     "fresh6.txt",
+    "fresh7.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -42,13 +45,12 @@ BENIGN_SETS = (
     "benign_ai.txt",
     "benign5.txt",
     "benign6.txt",
+    "benign7.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
-    **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
-    "fresh5.txt": "dev",
-    "benign5.txt": "dev",
-    "fresh6.txt": "held out",
-    "benign6.txt": "held out",
+    **{name: "trained" for name in ATTACK_SETS[:9] + BENIGN_SETS[:6]},
+    "fresh7.txt": "held out",
+    "benign7.txt": "held out",
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
