@@ -115,6 +115,9 @@ def test_retrieve_searches_pending_queries_and_tiers_the_lists(builtin_ctx):
     )
     if lookup_id not in expected:  # a lookup adds its passage with score 0 unless a search found it first
         assert found[lookup_id]["via"] == "lookup" and found[lookup_id]["hit"].score == 0.0
+    named = retrieve({**state, "lookups": [{"source": "named", "ids": [expected[-1]], "tier": 1}]}, builtin_ctx)
+    hit = named["found"][expected[-1]]  # searched and named in the same round: the grader keeps it as named
+    assert hit["via"] == "lookup" and hit["rank"] == builtin_ctx.k - 1 and hit["hit"].score != 0.0
     assert update["last_round"] == list(found) and update["steps"][0]["new"] == len(found)
     assert [h["id"] for h in update["steps"][0]["hits"]] == list(found)[: 2 * builtin_ctx.k]
 

@@ -158,3 +158,20 @@ def test_a_definition_question_gets_the_sentence_that_says_what_x_is():
     assert alibi and alibi[0].startswith("Attention with Linear Biases (ALiBi)")
     assert definition_target("What is the vocabulary size of SmolLM2 and its width?") is None
     assert definition_sentence("What is HNSW?", passages(FILLER)) is None
+
+
+def test_a_two_hop_answer_is_read_in_pairs_and_mapped_back_to_its_passage():
+    """After a second hop, PairReader reads passages joined in pairs; every span it returns is the text at its
+    offsets in its own passage, and the answer that needs both passages comes from the second."""
+    from rag.agent.reader import default_reader
+    from rag.agent.reading import PairReader
+
+    texts = [
+        "Mira Kell is an Irish singer. She is the lead singer of the rock band Glass Harbour.",
+        "Glass Harbour is a rock band from Dublin. The band was formed in 1997 and has released four albums.",
+        "Dublin is the capital of Ireland.",
+    ]
+    spans = PairReader(default_reader()).read("In what year was the band of singer Mira Kell formed?", texts)
+    assert spans and all(texts[sp.passage][sp.start : sp.end] == sp.text for sp in spans)
+    assert spans[0].passage == 1 and spans[0].text == "1997"
+    assert PairReader(default_reader()).read("Who sings?", texts[:1])  # one passage: read alone

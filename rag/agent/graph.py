@@ -141,7 +141,7 @@ def run_agent(
         short_answer=agent.short_answer,
         linker=title_linker(retriever.corpus) if agent.use_lookup else None,
         reader=MemoReader(reader) if reader is not None else None,
-        stop_margin=agent.stop_margin,
+        hop_threshold=agent.hop_threshold,
     )
     graph, timings = build_graph(ctx, on_step)
     state = graph.invoke(

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import operator
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, TypedDict
 
 from rag.agent.injection import screen_passages, scrub_answer
 from rag.agent.llm import ExtractiveBackend
+from rag.agent.multihop import default_model as multihop_model
 from rag.agent.planner import (
     HOP_FROM,
-    TENTATIVE_HOPS,
     bridge_queries,
     nothing_found_answer,
     plan_question,
@@ -45,6 +45,7 @@ class AgentState(TypedDict, total=False):
     sub_questions: list[str]
     bridge_template: str | None
     hop_reason: str | None
+    hop_probability: float | None  # rag.agent.multihop's probability that the question is multi-hop (planned hops)
     calc: dict | None
     pending: list[dict]  # searches for the next round: {"query", "tier"}
     lookups: list[dict]  # entity lookups for the next round: {"source", "ids", "tier"}
@@ -73,7 +74,7 @@ class AgentContext:
     linker: Any = None
     short_answer: bool = False
     reader: Any = None  # rag.agent.reading.MemoReader over the learned reader; None: no reader
-    stop_margin: float = 2.0  # reader margin at which a tentative second hop is skipped (AgentSettings.stop_margin)
+    hop_threshold: float | None = None  # multi-hop probability for a planned hop to run (None: the trained model's)
 
 
 def analyze(state: AgentState, ctx: AgentContext) -> dict:
@@ -82,6 +83,8 @@ def analyze(state: AgentState, ctx: AgentContext) -> dict:
     pending = [{"query": q, "tier": 0} for q in plan["queries"]]
     pending += [{"query": q, "tier": 2} for q in plan["extra_queries"]]
     mentioned = ctx.linker.mentions(state["question"]) if ctx.linker else []
+    model = multihop_model() if plan["hop"] else None
+    probability = round(model.probability(state["question"]), 3) if model else None
     lookups = [{"source": "titles named in the question", "ids": mentioned, "tier": 1}] if mentioned else []
     step = {
         "node": "analyze",
@@ -89,6 +92,7 @@ def analyze(state: AgentState, ctx: AgentContext) -> dict:
         "sub_questions": plan["sub_questions"],
         "calculator": plan["calc"]["text"] if plan["calc"] else None,
         "hop": plan["hop_reason"],
+        "hop_probability": probability,
         "queries": [p["query"] for p in pending],
         "lookups": mentioned,
     }
@@ -99,6 +103,7 @@ def analyze(state: AgentState, ctx: AgentContext) -> dict:
         "calc": plan["calc"],
         "bridge_template": plan["bridge_template"],
         "hop_reason": plan["hop_reason"],
+        "hop_probability": probability,
         "pending": pending,
         "lookups": lookups,
         "round": 0,
@@ -136,6 +141,8 @@ def retrieve(state: AgentState, ctx: AgentContext) -> dict:
     for lk in lookups:
         lists.append({"tier": lk["tier"], "source": lk["source"], "ids": lk["ids"]})
         for rank, pid in enumerate(lk["ids"]):
+            if pid in found and found[pid]["round"] == rnd:
+                found[pid] = {**found[pid], "via": "lookup"}  # searched and named: the grader keeps it as named
             add(pid, Hit(by_id[pid], 0.0), rank, state["question"], "lookup")
     step = {
         "node": "retrieve",
@@ -246,35 +253,27 @@ def reader_keeps(state: AgentState, ctx: AgentContext, found: dict, ids: list[st
     return []
 
 
-def has_answer(state: AgentState, ctx: AgentContext) -> bool:
-    """Whether the reader already found a confident answer (margin >= stop_margin) in a kept passage, or a how-to
-    question has a kept passage with a code block to answer with."""
-    if ctx.reader is None:
-        return False
-    from rag.agent.reading import code_block, is_how_to
-
-    kept = [f for f in state["found"].values() if f["kept"]]
-    if any(f.get("reader", float("-inf")) >= ctx.stop_margin for f in kept):
-        return True
-    if is_how_to(state["question"]):
-        texts = [{"n": 1, "id": "", "title": f["hit"].passage.title, "text": f["hit"].passage.text} for f in kept]
-        return code_block(state["question"], texts) is not None
-    return False
-
-
 def route(state: AgentState, ctx: AgentContext) -> str:
-    """After grading: rewrite when nothing was ever kept, hop when a multi-hop plan is on its first hop, else answer
-    (also once max_steps rounds have run). A second hop planned only because the question is long or names
-    entities is skipped when the reader already has a confident answer; comparisons and bridges always hop."""
+    """After grading: rewrite when nothing was ever kept, hop when a multi-hop plan is on its first hop and the
+    learned decision (rag.agent.multihop) says the question is multi-hop, else answer (also once max_steps rounds
+    have run). Without the model's weights every planned hop runs."""
     kept_any = any(state["found"][pid]["kept"] for pid in state["last_round"])
     steps_left = state["round"] < ctx.max_steps
     if not kept_any and steps_left and not any(f["kept"] for f in state["found"].values()) and new_rewrite(state):
         return "rewrite"
-    if state["plan_hop"] and state["hop"] == 1 and steps_left:
-        if state.get("hop_reason") in TENTATIVE_HOPS and has_answer(state, ctx):
-            return "answer"
+    if state["plan_hop"] and state["hop"] == 1 and steps_left and wants_hop(state, ctx):
         return "hop"
     return "answer"
+
+
+def wants_hop(state: AgentState, ctx: AgentContext) -> bool:
+    """Whether the planned second hop runs: the question's multi-hop probability reaches the threshold."""
+    probability = state.get("hop_probability")
+    if probability is None:
+        return True
+    model = multihop_model()
+    threshold = ctx.hop_threshold if ctx.hop_threshold is not None else (model.threshold if model else 0.5)
+    return probability >= threshold
 
 
 def new_rewrite(state: AgentState) -> bool:
@@ -353,6 +352,10 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
     subs = [q for q in state["sub_questions"] if not calc or q != calc.get("part")]
     if state.get("hop_reason") in ("bridge", "chain", "long"):
         subs = []  # one question asked in steps: answer it, not its pieces
+    if state["hop"] == 2 and ctx.reader is not None:  # a two-hop answer: read the passages in pairs
+        from rag.agent.reading import PairReader
+
+        ctx = replace(ctx, reader=PairReader(ctx.reader))
     text, spans, used, warnings = _answer_with_fallback(ctx, state["question"], passages, notes, subs)
     text, scrubbed = scrub_answer(text)  # nor leave in an answer, whichever backend wrote it
     warnings = (

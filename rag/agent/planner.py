@@ -39,7 +39,6 @@ MULTIHOP_MIN_WORDS = 4  # a question naming an entity with at least this many co
 LONG_QUESTION_WORDS = 10  # a question this long is planned as multi-hop even without a named entity
 HOP_FROM = 3  # second-hop queries are built from this many first-hop passages
 MAX_QUERY_CHARS = 200  # a rewritten query is cut at a word boundary to this length
-TENTATIVE_HOPS = ("long", "chain")  # hop reasons whose second hop is skipped when the reader already has the answer
 
 
 def split_parts(question: str) -> list[str]:
@@ -77,7 +76,7 @@ def plan_question(question: str) -> dict:
         "calc": calc,
         "bridge_template": None,
         "hop": False,
-        "hop_reason": None,  # comparison | bridge | chain | long: why a second hop is planned (see TENTATIVE_HOPS)
+        "hop_reason": None,  # comparison | bridge | chain | long: why a second hop is planned (rag.agent.multihop decides whether it runs)
     }
     if len(parts) > 1:
         queries = [calc["topic"] + " " + p if calc and p == calc["part"] else p for p in parts]
@@ -118,7 +117,7 @@ def plan_question(question: str) -> dict:
             "bridge_template": outer,
             "hop": True,
             # a relative clause ("the woman who portrayed ...") names a bridge entity to find first; an "of" chain
-            # ("the function of the TARDIS") usually does not, so its hop is tentative like a long question's
+            # ("the function of the TARDIS") usually does not
             "hop_reason": "bridge" if relative else "chain",
         }
     if (ents and len(words) >= MULTIHOP_MIN_WORDS) or len(words) >= LONG_QUESTION_WORDS:

@@ -23,9 +23,8 @@ class AgentSettings:
     short_answer: bool = False  # the answer span alone (evaluations), not the sentence around it
     use_lookup: bool = True  # look up titles the question names (the entity linker) beside the searches
     use_reader: bool = True  # the learned span reader (rag.agent.reader) picks extractive answers when it ships
-    stop_margin: float = (
-        2.0  # reader margin over [CLS] at which a tentative second hop is skipped (docs/agent/answers.md)
-    )
+    hop_threshold: float | None = None  # multi-hop probability at which a planned second hop runs (None: the one
+    # `rag train hop` chose, rag/agent/multihop_weights.json; 0 runs every planned hop, 1 none)
 
     def validated(self) -> "AgentSettings":
         check_backend_settings(check_llm(self.llm))
@@ -35,6 +34,9 @@ class AgentSettings:
                 f"--max-steps must be at least 1 and at most {MAX_STEPS_LIMIT} (max_steps={steps!r}); "
                 f"try --max-steps {AgentSettings.max_steps}"
             )
+        t = self.hop_threshold
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.0 <= t <= 1.0):
+            raise RagError(f"--hop-threshold must be a probability from 0 to 1 (hop_threshold={t!r}); leave it unset")
         return self
 
     def as_dict(self) -> dict:

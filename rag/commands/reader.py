@@ -1,5 +1,5 @@
-"""`rag train reader` (the learned span reader), `rag train screen` (the injection classifier) and `rag eval answers`
-(what the answers say)."""
+"""`rag train reader` (the learned span reader), `rag train screen` (the injection classifier), `rag train hop` (the
+multi-hop decision) and `rag eval answers` (what the answers say)."""
 
 from __future__ import annotations
 
@@ -75,7 +75,9 @@ def eval_answers(
     reduce: ReduceOpt = DEFAULTS.reduce,
     retriever: RetrieverOpt = DEFAULTS.retriever,
     max_steps: int = typer.Option(DEFAULT_AGENT.max_steps, "--max-steps", help="Most retrieval rounds."),
-    stop_margin: float = typer.Option(DEFAULT_AGENT.stop_margin, help="Reader margin that skips a tentative hop."),
+    hop_threshold: float = typer.Option(
+        None, help="Multi-hop probability at which a planned second hop runs (default: the trained one)."
+    ),
     threads: int = typer.Option(1, help="torch CPU threads."),
     out: Path = typer.Option(Path("docs/agent/answers"), "--out", help="Folder for results.json and report.md."),
 ):
@@ -89,14 +91,16 @@ def eval_answers(
         seed,
         (encoder, dim, index, reduce, retriever),
         max_steps,
-        stop_margin,
+        hop_threshold,
         threads,
         out,
     )
 
 
 @handle_errors
-def _eval_answers(parts, llm, compare, squad_limit, hotpot_limit, seed, options, max_steps, stop_margin, threads, out):
+def _eval_answers(
+    parts, llm, compare, squad_limit, hotpot_limit, seed, options, max_steps, hop_threshold, threads, out
+):
     from rich.table import Table
 
     from rag.studies.answer_eval import COLUMNS, PARTS, evaluate_answers
@@ -107,7 +111,7 @@ def _eval_answers(parts, llm, compare, squad_limit, hotpot_limit, seed, options,
         torch.set_num_threads(threads)
     encoder, dim, index, reduce, retriever = options
     settings = RetrievalSettings(encoder=encoder, dim=dim, index=index, reduce=reduce, retriever=retriever)
-    agent = AgentSettings(max_steps=max_steps, stop_margin=stop_margin)
+    agent = AgentSettings(max_steps=max_steps, hop_threshold=hop_threshold).validated()
     with progress_bars() as progress:
         result = evaluate_answers(
             tuple(parts or PARTS),
@@ -162,5 +166,28 @@ def _train_screen(epochs, batch, lr, threads, seed, out):
         threads=threads,
         seed=seed,
         progress=lambda line: err_console.print(line, highlight=False),
+    )
+    console.print_json(json.dumps(info))
+
+
+def train_hop(
+    seed: int = typer.Option(0, help="Seed for the draw of single-hop questions."),
+    out: Path = typer.Option(
+        None, help="Where to write the weights (default: the committed rag/agent/multihop_weights.npz)."
+    ),
+):
+    """Fit the multi-hop decision (does a question need a second retrieval hop?) on HotpotQA development questions
+    against SQuAD training questions, and choose its threshold by cross-validation (seconds)."""
+    _train_hop(seed, out)
+
+
+@handle_errors
+def _train_hop(seed, out):
+    import json
+
+    from rag.agent.multihop_fit import train
+
+    info = train(
+        out=Path(out) if out else None, seed=seed, progress=lambda line: err_console.print(line, highlight=False)
     )
     console.print_json(json.dumps(info))

@@ -24,6 +24,7 @@ from typing import Callable
 
 import numpy as np
 
+from rag.agent.multihop_fit import HOTPOT_DEV
 from rag.agent.reader_train import EVAL_ARTICLES, TRAIN_ARTICLES
 from rag.agent.settings import DEFAULT_AGENT, AgentSettings
 from rag.agent.text import strip_citations
@@ -33,7 +34,6 @@ from rag.studies.agent_eval import TOP, exact_match, f1_score
 
 PARTS = ("squad-reading", "squad-open", "hotpotqa", "builtin")
 SQUAD_LIMIT = 300
-HOTPOT_DEV = 100  # the first HotpotQA queries are for development; the rest are held out
 SEED_FILE = REPO_DIR / "tests" / "data" / "seed_questions.jsonl"
 
 
@@ -293,7 +293,7 @@ def evaluate_answers(
         "settings": {
             **base.as_dict(),
             "max_steps": agent.max_steps,
-            "stop_margin": agent.stop_margin,
+            "hop_threshold": agent.hop_threshold if agent.hop_threshold is not None else hop_model_threshold(),
             "squad_questions": f"{squad_limit} from the last {EVAL_ARTICLES} articles (the first {TRAIN_ARTICLES} "
             "train the reader)",
             "hotpotqa_questions": f"queries after the first {HOTPOT_DEV} (held out)",
@@ -326,7 +326,7 @@ COLUMNS = {
 def report_lines(result: dict) -> list[str]:
     lines = ["# Answer evaluation (`rag eval answers`)", ""]
     for key, value in result["settings"].items():
-        if key in ("retriever", "encoder", "dim", "index", "max_steps", "stop_margin") or key.endswith("questions"):
+        if key in ("retriever", "encoder", "dim", "index", "max_steps", "hop_threshold") or key.endswith("questions"):
             lines.append(f"- {key}: {value}")
     for part, systems in result["parts"].items():
         cols = COLUMNS[part]
@@ -354,3 +354,11 @@ def write_outputs(out: Path, result: dict, per_query: list[dict]) -> None:
         for row in per_query:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     (out / "report.md").write_text("\n".join(report_lines(result)))
+
+
+def hop_model_threshold() -> float | None:
+    """The threshold the shipped multi-hop decision uses (None where its weights are missing)."""
+    from rag.agent.multihop import default_model
+
+    model = default_model()
+    return model.threshold if model else None

@@ -1,0 +1,94 @@
+"""Questions that name their options answer with an option (or yes/no) that the options' own passages support;
+without a passage for each option, or on a tie, they leave the answer to the reader (None). The passages are
+written for these tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.agent.choice import options_answer
+from rag.agent.reading import options_read
+
+
+def passage(n: int, title: str, text: str) -> dict:
+    return {"n": n, "id": title, "title": title, "text": text}
+
+
+MARLOW = passage(
+    1, "Ada Marlow", "Ada Marlow (3 March 1921 – 8 June 1990) was a Canadian painter known for harbour scenes."
+)
+VOSS = passage(
+    2, "Petra Voss", "Petra Voss (born 12 July 1934) is a German sculptor. She studied in Munich and lives in Berlin."
+)
+KESTREL = passage(
+    3,
+    "Kestrel Lane (band)",
+    "Kestrel Lane is an American indie rock band formed in 1998 in Portland, Oregon. The band has five members.",
+)
+ORBITAL = passage(
+    4,
+    "The Orbital Choir",
+    "The Orbital Choir was an English folk duo founded in 2004 in Leeds. It released three albums.",
+)
+FERN = passage(5, "Glimmerfern", "Glimmerfern is a genus of ferns in the family Pteridaceae, native to Chile.")
+MOSS = passage(6, "Tallmoss", "Tallmoss is a genus of mosses found in wet forests of New Zealand.")
+
+
+@pytest.mark.parametrize(
+    "question, answer",
+    [
+        ("Who was born first, Ada Marlow or Petra Voss?", "Ada Marlow"),
+        ("Who was born later, Ada Marlow or Petra Voss?", "Petra Voss"),
+        ("Which artist was younger, Ada Marlow or Petra Voss?", "Petra Voss"),
+        ("Which group was founded earlier, Kestrel Lane or The Orbital Choir?", "Kestrel Lane"),
+        ("Which band, Kestrel Lane or The Orbital Choir, is from Oregon?", "Kestrel Lane"),
+        ("Which of Ada Marlow and Petra Voss is a sculptor?", "Petra Voss"),
+        ("Which act is English, Kestrel Lane or The Orbital Choir?", "The Orbital Choir"),
+    ],
+)
+def test_a_choice_answers_with_the_option_its_passage_supports(question, answer):
+    got = options_answer(question, [MARLOW, VOSS, KESTREL, ORBITAL])
+    assert got is not None and got["kind"] == "choice" and got["answer"] == answer, got
+
+
+@pytest.mark.parametrize(
+    "question, answer",
+    [
+        ("Are Kestrel Lane and The Orbital Choir both American?", "no"),
+        ("Are Kestrel Lane and The Orbital Choir both bands from the United States?", "no"),
+        ("Are Glimmerfern and Tallmoss both genera?", "yes"),
+        ("Are both Glimmerfern and Tallmoss genera of ferns?", "no"),
+        ("Were Ada Marlow and Petra Voss of the same nationality?", "no"),
+        ("Are Ada Marlow and Petra Voss from the same country?", "no"),
+    ],
+)
+def test_both_and_same_questions_answer_yes_or_no(question, answer):
+    got = options_answer(question, [MARLOW, VOSS, KESTREL, ORBITAL, FERN, MOSS])
+    assert got is not None and got["kind"] == "yes/no" and got["answer"] == answer, got
+
+
+def test_same_nationality_yes():
+    a = passage(1, "Lena Holt", "Lena Holt (born 1960) is an American novelist.")
+    b = passage(2, "Tom Reyes", "Tom Reyes (born 1955) is an American film director from Texas.")
+    assert options_answer("Were Lena Holt and Tom Reyes of the same nationality?", [a, b])["answer"] == "yes"
+
+
+@pytest.mark.parametrize(
+    "question, passages",
+    [
+        ("Who was born first, Ada Marlow or Nobody Known?", [MARLOW, VOSS]),  # no passage for one option
+        ("Which is taller, Ada Marlow or Petra Voss?", [MARLOW, VOSS]),  # nothing in the passages decides: a tie
+        ("What did Ada Marlow paint?", [MARLOW]),  # not a question with options
+        ("Which index is smaller, SQ8 or flat?", []),  # no passages at all
+    ],
+)
+def test_no_decision_leaves_the_answer_to_the_reader(question, passages):
+    assert options_answer(question, passages) is None
+
+
+def test_the_answer_cites_and_marks_the_option_in_its_passage():
+    got = options_answer("Who was born first, Ada Marlow or Petra Voss?", [MARLOW, VOSS])
+    short = options_read(got, short=True)
+    assert short.text == "Ada Marlow [1]" and short.spans[0]["start"] == 0 and short.spans[0]["text"] == "Ada Marlow"
+    long = options_read(got, short=False)
+    assert long.text.startswith("Ada Marlow. Ada Marlow (3 March 1921") and long.text.endswith("[1]")

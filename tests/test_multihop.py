@@ -1,0 +1,79 @@
+"""The learned multi-hop decision (rag.agent.multihop): the committed weights match their checksum and re-train to
+the same figures, the agent hops by its probability and threshold, and a bad threshold is refused by name."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from rag.agent.multihop import FEATURES, WEIGHTS, WEIGHTS_INFO, MultiHopModel, question_features
+from rag.agent.nodes import route, wants_hop
+from rag.agent.settings import AgentSettings
+from rag.config import RagError
+
+
+def test_weights_match_their_checksum_and_columns():
+    info = json.loads(WEIGHTS_INFO.read_text())
+    assert hashlib.sha256(WEIGHTS.read_bytes()).hexdigest() == info["sha256"]
+    with np.load(WEIGHTS) as data:
+        assert data["coef"].shape == (384 + len(FEATURES),)
+    assert 0 < info["threshold"] < 1
+    assert info["cross_validated_at_threshold"]["single_hop_hops"] <= info["max_single_hop_rate"]
+
+
+def test_retraining_gives_the_committed_weights(tmp_path):
+    from rag.agent.multihop_fit import train
+
+    out = tmp_path / "hop.npz"
+    info = train(out=out)
+    committed = json.loads(WEIGHTS_INFO.read_text())
+    assert info["threshold"] == committed["threshold"]
+    with np.load(out) as new, np.load(WEIGHTS) as old:
+        assert np.allclose(new["coef"], old["coef"], atol=1e-3) and abs(float(new["bias"]) - float(old["bias"])) < 1e-3
+
+
+def test_structural_features_follow_the_planner():
+    bridge = question_features("What river flows through the city where the author of Green Fields was born?")
+    plain = question_features("When was the bridge opened?")
+    names = list(FEATURES)
+    assert bridge[names.index("planned: bridge")] == 1 and plain[names.index("planned: bridge")] == 0
+    assert bridge[names.index("log words")] > plain[names.index("log words")]
+
+
+def test_a_chained_question_is_likelier_multi_hop_than_a_plain_one():
+    model = MultiHopModel()
+    chained, plain = model.probabilities(
+        [
+            "Which city was the birthplace of the architect who designed the opera house where Tosca premiered?",
+            "What colour is the flag?",
+        ]
+    )
+    assert chained > model.threshold > plain
+
+
+def test_the_agent_hops_by_probability_and_threshold(builtin_ctx):
+    state = {"found": {"a": {"kept": True}}, "last_round": ["a"], "round": 1, "plan_hop": True, "hop": 1}
+    threshold = MultiHopModel().threshold
+    assert route({**state, "hop_probability": threshold + 0.01}, builtin_ctx) == "hop"
+    assert route({**state, "hop_probability": threshold - 0.01}, builtin_ctx) == "answer"
+    assert wants_hop({**state, "hop_probability": None}, builtin_ctx)  # no model: every planned hop runs
+    assert wants_hop({**state, "hop_probability": 0.1}, replace(builtin_ctx, hop_threshold=0.0))
+    assert not wants_hop({**state, "hop_probability": 0.99}, replace(builtin_ctx, hop_threshold=1.0))
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, "0.5", True, float("nan")])
+def test_a_bad_hop_threshold_is_refused_by_name(bad):
+    with pytest.raises(RagError, match="hop-threshold"):
+        AgentSettings(hop_threshold=bad).validated()
+
+
+@pytest.fixture(scope="module")
+def builtin_ctx():
+    from rag.agent.llm import ExtractiveBackend
+    from rag.agent.nodes import AgentContext
+
+    return AgentContext(retriever=None, backend=ExtractiveBackend())
