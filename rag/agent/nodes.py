@@ -36,6 +36,8 @@ KEEP_OVERLAP = 0.34  # share of the query's content words a passage must contain
 KEEP_OVERLAP_TOP = 0.2  # a lower bar for the first hit of a query
 JUDGE_KEEPS = 0.6  # overlap at which a passage stays kept even when the LLM judge rejects it
 MAX_CONTEXT = 8  # passages handed to the answer step
+LINK_FROM = 3  # first-round passages whose named titles are looked up in the same round (planned hops only)
+LINK_EACH = 3  # the most titles looked up per passage
 
 
 class AgentState(TypedDict, total=False):
@@ -138,12 +140,15 @@ def retrieve(state: AgentState, ctx: AgentContext) -> dict:
             add(h.passage.id, h, rank, p["query"], "search")
     if rnd == 1 and pending and results and not ctx.short_answer:
         lookups = lookups + opening_lookups(state["question"], [h.passage.id for h in results[0]], found, by_id)
+    if rnd == 1 and state.get("plan_hop") and results and ctx.linker:
+        lookups = lookups + linked_lookups(ctx, [h.passage for h in results[0][:LINK_FROM]], found)
     for lk in lookups:
         lists.append({"tier": lk["tier"], "source": lk["source"], "ids": lk["ids"]})
+        via = lk.get("via", "lookup")
         for rank, pid in enumerate(lk["ids"]):
-            if pid in found and found[pid]["round"] == rnd:
+            if pid in found and found[pid]["round"] == rnd and via == "lookup":
                 found[pid] = {**found[pid], "via": "lookup"}  # searched and named: the grader keeps it as named
-            add(pid, Hit(by_id[pid], 0.0), rank, state["question"], "lookup")
+            add(pid, Hit(by_id[pid], 0.0), rank, state["question"], via)
     step = {
         "node": "retrieve",
         "round": rnd,
@@ -161,6 +166,18 @@ def retrieve(state: AgentState, ctx: AgentContext) -> dict:
         "lookups": [],
         "steps": [step],
     }
+
+
+def linked_lookups(ctx: AgentContext, passages: list, found: dict) -> list[dict]:
+    """For a question the planner would hop on: the passages titled by what the first search's best passages name
+    (the links a second hop would follow), looked up in the same round, so a question that does not hop still
+    has its bridge passage. Ranked with the second hop (tier 2) and graded by overlap like a search ("linked")."""
+    out = []
+    for p in passages:
+        ids = [pid for pid in ctx.linker.mentions(p.text, exclude={p.id}) if pid not in found][:LINK_EACH]
+        if ids:
+            out.append({"source": f"titles named in {p.title}", "ids": ids, "tier": 2, "via": "linked"})
+    return out
 
 
 _HOW_DOES = re.compile(r"^\s*how\s+(?:does|do|is|are)\s+(?!.*\b(?:related|relate|compare)\b)", re.IGNORECASE)
