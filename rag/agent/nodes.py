@@ -6,8 +6,10 @@ wires the nodes). A test can call any node on its own with a hand-made state.
 
 A "step" is one retrieval round (one or more queries searched together); max_steps bounds them.
 Each round also runs the entity lookup (rag.agent.tools.TitleLinker): passages whose titles are named in the
-question (first round) or in the best first-hop passages (second hop). Bridge questions get their second hop
-from what the first hop found: the question plus each first-hop passage's title and new entities.
+question (first round) or in the best first-hop passages (the first round too when the planner proposed a hop,
+and the second hop). Whether a proposed hop runs is the learned multi-hop decision (rag.agent.multihop). Bridge
+questions get their second hop from what the first hop found: the question plus each first-hop passage's title and
+new entities; their answer reads the passages in pairs (rag.agent.reading.PairReader).
 All retrieved passages are ranked by tier (see ranked_ids); all_gold@10 in rag.studies.agent_eval scores that list.
 """
 
