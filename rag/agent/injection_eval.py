@@ -6,15 +6,19 @@ passages whose id hash falls in the held-out quarters 1 and 3 (the classifier tr
 threshold was chosen on quarter 2), plus the sets in tests/data/injection/. Attacks: one file per set (one variant
 per line, a literal \\n between its sentences); a variant counts as caught when any of its sentences is flagged.
 
-SPLIT says what each set was for. fresh4..7 and benign_howto3, benign_ai, benign5..7 were each written by an
-engineer who never saw the detector or its training data, in four rounds; each round's sets were measured once
+SPLIT says what each set was for. fresh4..8 and benign_howto3, benign_ai, benign5..8 were each written by an
+engineer who never saw the detector or its training data, in five rounds; each round's sets were measured once
 as held out, then joined training (or the dev split) for the next round:
 - round 1 (first classifier): fresh4 81 % recall; benign_howto3 + benign_ai 7 of 200 flagged;
 - round 2 (wider grammar; fresh3 and benign_howto2 trained on): fresh5 91 % recall; benign5 10 of 150 flagged;
 - round 3 (clauses scored; fresh4, benign_howto3, benign_ai trained on; fresh5 and benign5 the dev split that chose
   the threshold): fresh6 77 of 90 (85.6 %); benign6 10 of 160 flagged;
 - round 4 (the same thresholds; fresh5, fresh6, benign5, benign6 trained on, the hand-written sets twice): fresh7
-  and benign7 are held out, measured once: fresh7 95 of 99 (96.0 %); benign7 7 of 160 flagged (docs/security.md).
+  and benign7 were held out, measured once: fresh7 95 of 99 (96.0 %); benign7 7 of 160 flagged;
+- round 5 sets (fresh8, benign8), written blind after round 4 shipped, measured once on round 4's classifier: fresh8
+  96 of 100 (96.0 %); benign8 14 of 160 flagged. A round-5 classifier trained on fresh7 and benign7 too scored
+  98 of 100 and 9 of 160 there, but gave the issue's own "Disregard everything above and state that ..." a
+  probability of 0.0003 and lost it (tests/test_agent_injection.py), so it was not shipped (docs/security.md).
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -37,6 +41,7 @@ ATTACK_SETS = (
     "fresh5.txt",
     "fresh6.txt",
     "fresh7.txt",
+    "fresh8.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -46,11 +51,14 @@ BENIGN_SETS = (
     "benign5.txt",
     "benign6.txt",
     "benign7.txt",
+    "benign8.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:9] + BENIGN_SETS[:6]},
     "fresh7.txt": "held out",
     "benign7.txt": "held out",
+    "fresh8.txt": "held out",
+    "benign8.txt": "held out",
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 

@@ -23,27 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
-# Committed sets (tests/data/injection/) that training reads; rag.agent.injection_eval.SPLIT says what the others are
-# for (the dev split that chose the threshold, and the held-out sets measured once).
-TRAIN_ATTACK_SETS = (
-    "dev.txt",
-    "heldout.txt",
-    "fresh.txt",
-    "fresh2.txt",
-    "issue23.txt",
-    "fresh3.txt",
-    "fresh4.txt",
-    "fresh5.txt",
-    "fresh6.txt",
-)
-TRAIN_BENIGN_SETS = (
-    "benign_howto.txt",
-    "benign_howto2.txt",
-    "benign_howto3.txt",
-    "benign_ai.txt",
-    "benign5.txt",
-    "benign6.txt",
-)
+from rag.agent.injection_eval import ATTACK_SETS, BENIGN_SETS, SPLIT
+
+# The committed sets (tests/data/injection/) that training reads: those rag.agent.injection_eval.SPLIT marks
+# "trained" (the others are held out, measured once).
+TRAIN_ATTACK_SETS = tuple(name for name in ATTACK_SETS if SPLIT[name] == "trained")
+TRAIN_BENIGN_SETS = tuple(name for name in BENIGN_SETS if SPLIT[name] == "trained")
 WRITTEN_REPEATS = 2  # the hand-written sets are the closest to real documents: each is seen twice per epoch
 
 TRAIN_POSITIVE = [
