@@ -55,14 +55,14 @@ def test_a_chained_question_is_likelier_multi_hop_than_a_plain_one():
     assert chained > model.threshold > plain
 
 
-def test_the_agent_hops_by_probability_and_threshold(builtin_ctx):
+def test_the_agent_hops_by_probability_and_threshold(bare_ctx):
     state = {"found": {"a": {"kept": True}}, "last_round": ["a"], "round": 1, "plan_hop": True, "hop": 1}
     threshold = MultiHopModel().threshold
-    assert route({**state, "hop_probability": threshold + 0.01}, builtin_ctx) == "hop"
-    assert route({**state, "hop_probability": threshold - 0.01}, builtin_ctx) == "answer"
-    assert wants_hop({**state, "hop_probability": None}, builtin_ctx)  # no model: every planned hop runs
-    assert wants_hop({**state, "hop_probability": 0.1}, replace(builtin_ctx, hop_threshold=0.0))
-    assert not wants_hop({**state, "hop_probability": 0.99}, replace(builtin_ctx, hop_threshold=1.0))
+    assert route({**state, "hop_probability": threshold + 0.01}, bare_ctx) == "hop"
+    assert route({**state, "hop_probability": threshold - 0.01}, bare_ctx) == "answer"
+    assert wants_hop({**state, "hop_probability": None}, bare_ctx)  # no model: every planned hop runs
+    assert wants_hop({**state, "hop_probability": 0.1}, replace(bare_ctx, hop_threshold=0.0))
+    assert not wants_hop({**state, "hop_probability": 0.99}, replace(bare_ctx, hop_threshold=1.0))
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.5, "0.5", True, float("nan")])
@@ -72,7 +72,8 @@ def test_a_bad_hop_threshold_is_refused_by_name(bad):
 
 
 @pytest.fixture(scope="module")
-def builtin_ctx():
+def bare_ctx():
+    """A context without a retriever: route() reads only the state and the threshold."""
     from rag.agent.llm import ExtractiveBackend
     from rag.agent.nodes import AgentContext
 
