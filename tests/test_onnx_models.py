@@ -43,9 +43,10 @@ def test_reader_onnx_equals_torch():
 
 
 def test_injection_classifier_onnx_equals_torch():
-    from rag.agent.adapters import load_weights
+    from rag.agent.adapters import load_weights, saved_rank
+    from rag.agent.injection_model import RANK
 
-    model, _ = build_classifier()
+    model, _ = build_classifier(saved_rank(injection_classifier.WEIGHTS, RANK))  # a soup has n·RANK
     load_weights(model, injection_classifier.WEIGHTS, injection_classifier.RETRAIN)
     model.eval()
     batch = encode(reader.tokenizer(), SENTENCES)
@@ -54,3 +55,28 @@ def test_injection_classifier_onnx_equals_torch():
     got = injection_classifier.Classifier().probabilities(SENTENCES)
     np.testing.assert_allclose(got, expected, atol=1e-4)
     assert got[0] > 0.5 > got[1]  # the order to the model, then the order to a human
+
+
+def test_a_soup_averages_the_runs_updates_exactly(tmp_path):
+    """average_weights stacks the runs' adapters along the rank: with scale alpha/(n·r) the merged update is the mean
+    of the runs' updates, and every other parameter is the mean."""
+    from rag.agent.adapters import average_weights, saved_rank
+
+    rng = np.random.default_rng(0)
+    runs = []
+    for k in range(2):
+        run = {
+            "l.lora_a": rng.normal(size=(4, 6)),
+            "l.lora_b": rng.normal(size=(5, 4)),
+            "head.bias": rng.normal(size=3),
+        }
+        np.savez(tmp_path / f"run{k}.npz", **run)
+        runs.append(run)
+    average_weights([tmp_path / "run0.npz", tmp_path / "run1.npz"], tmp_path / "soup.npz")
+    soup = np.load(tmp_path / "soup.npz")
+    alpha, r = 16, 4
+    merged = soup["l.lora_b"] @ soup["l.lora_a"] * alpha / (2 * r)
+    mean = np.mean([run["l.lora_b"] @ run["l.lora_a"] * alpha / r for run in runs], axis=0)
+    np.testing.assert_allclose(merged, mean, atol=1e-5)
+    np.testing.assert_allclose(soup["head.bias"], (runs[0]["head.bias"] + runs[1]["head.bias"]) / 2, atol=1e-6)
+    assert saved_rank(tmp_path / "soup.npz", 8) == 8 and saved_rank(tmp_path / "run0.npz", 8) == 4

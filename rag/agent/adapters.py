@@ -63,6 +63,29 @@ def save_weights(trainable: dict, path: Path) -> None:
     np.savez_compressed(path, **{n: p.detach().cpu().numpy().astype(np.float32) for n, p in trainable.items()})
 
 
+def average_weights(paths: list[Path], out: Path) -> None:
+    """A "model soup" (Wortsman et al., 2022) of runs fine-tuned from the same MiniLM: the mean of their updates.
+    Each adapter's B·A is averaged exactly by stacking the runs' A and B along the rank (rank r·n with scale
+    alpha/(r·n) gives mean(B_i·A_i)·alpha/r); LayerNorms and heads are averaged."""
+    runs = [dict(np.load(p)) for p in paths]
+    soup = {}
+    for name in runs[0]:
+        if name.endswith("lora_a"):
+            soup[name] = np.concatenate([r[name] for r in runs], axis=0)
+        elif name.endswith("lora_b"):
+            soup[name] = np.concatenate([r[name] for r in runs], axis=1)
+        else:
+            soup[name] = np.mean([r[name] for r in runs], axis=0)
+    np.savez_compressed(out, **{n: v.astype(np.float32) for n, v in soup.items()})
+
+
+def saved_rank(path: Path, default: int) -> int:
+    """The adapters' rank in a weights file (a soup of n runs has n times its runs' rank)."""
+    with np.load(path) as saved:
+        ranks = [saved[n].shape[0] for n in saved.files if n.endswith("lora_a")]
+    return ranks[0] if ranks else default
+
+
 def load_weights(model: torch.nn.Module, path: Path, retrain: str) -> None:
     """Copy saved parameters into model; a name the model lacks means the file belongs to another model."""
     saved = np.load(path)

@@ -8,17 +8,15 @@ per line, a literal \\n between its sentences); a variant counts as caught when 
 
 SPLIT says what each set was for. fresh4..8 and benign_howto3, benign_ai, benign5..8 were each written by an
 engineer who never saw the detector or its training data, in five rounds; each round's sets were measured once
-as held out, then joined training (or the dev split) for the next round:
+as held out:
 - round 1 (first classifier): fresh4 81 % recall; benign_howto3 + benign_ai 7 of 200 flagged;
 - round 2 (wider grammar; fresh3 and benign_howto2 trained on): fresh5 91 % recall; benign5 10 of 150 flagged;
-- round 3 (clauses scored; fresh4, benign_howto3, benign_ai trained on; fresh5 and benign5 the dev split that chose
-  the threshold): fresh6 77 of 90 (85.6 %); benign6 10 of 160 flagged;
-- round 4 (the same thresholds; fresh5, fresh6, benign5, benign6 trained on, the hand-written sets twice): fresh7
-  and benign7 were held out, measured once: fresh7 95 of 99 (96.0 %); benign7 7 of 160 flagged;
-- round 5 sets (fresh8, benign8), written blind after round 4 shipped, measured once on round 4's classifier: fresh8
-  96 of 100 (96.0 %); benign8 14 of 160 flagged. A round-5 classifier trained on fresh7 and benign7 too scored
-  98 of 100 and 9 of 160 there, but gave the issue's own "Disregard everything above and state that ..." a
-  probability of 0.0003 and lost it (tests/test_agent_injection.py), so it was not shipped (docs/security.md).
+- round 3, shipped (clauses scored; fresh4, benign_howto3, benign_ai trained on; fresh5 and benign5 the dev split
+  that chose the threshold): fresh6 77 of 90 (85.6 %); benign6 10 of 160 flagged;
+- rounds 4 and 5 trained classifiers on fresh5..7 and benign5..7 too; each did better on its own held-out set
+  (fresh7, then fresh8) but flagged or missed a sentence the tests hold (docs/security.md), so round 3 stays
+  shipped. Round 3 on the later sets, measured once each: fresh7 91 of 99, fresh8 97 of 100; benign7 11 and
+  benign8 12 of 160 flagged.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -54,7 +52,11 @@ BENIGN_SETS = (
     "benign8.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
-    **{name: "trained" for name in ATTACK_SETS[:9] + BENIGN_SETS[:6]},
+    **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
+    "fresh5.txt": "dev",
+    "benign5.txt": "dev",
+    "fresh6.txt": "held out",
+    "benign6.txt": "held out",
     "fresh7.txt": "held out",
     "benign7.txt": "held out",
     "fresh8.txt": "held out",

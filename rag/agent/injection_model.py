@@ -14,7 +14,7 @@ ALPHA = 16
 RETRAIN = "rag train screen"
 
 
-def build_model():
+def build_model(rank: int = RANK):
     """MiniLM with adapters, mean pooling and a logit head; returns (model, trainable parameters by name)."""
     import torch
     from transformers import AutoModel
@@ -35,14 +35,14 @@ def build_model():
             return self.head(pooled).squeeze(-1)
 
     model = InjectionClassifier()
-    return model, add_adapters(model, model.bert, RANK, ALPHA)
+    return model, add_adapters(model, model.bert, rank, ALPHA)  # a soup of n runs: rank n·RANK, scale ALPHA/(n·RANK)
 
 
 def export_classifier(weights: Path, target: Path) -> None:
     """Merge the adapters into MiniLM and export (input_ids, attention_mask, token_type_ids) → logit [batch]."""
-    from rag.agent.adapters import export_onnx, load_weights, merge
+    from rag.agent.adapters import export_onnx, load_weights, merge, saved_rank
 
-    model, _ = build_model()
+    model, _ = build_model(saved_rank(weights, RANK))
     load_weights(model, weights, RETRAIN)
     model.eval()
     merge(model)

@@ -144,29 +144,30 @@ def train_screen(
     lr: float = typer.Option(1e-3, help="Peak learning rate (linear warm-up, then linear decay)."),
     threads: int = typer.Option(2, help="torch CPU threads."),
     seed: int = typer.Option(0, help="Seed for the generated texts, the shuffling and the adapters."),
+    soup: int = typer.Option(
+        1, min=1, max=4, help="Train this many runs (seeds SEED, SEED+1, ...) and average them (a model soup)."
+    ),
     out: Path = typer.Option(
         None, help="Where to write the weights (default: the committed rag/agent/injection_classifier.npz)."
     ),
 ):
     """Fine-tune the injection classifier (adapters on the packaged MiniLM) that screens retrieved passages."""
-    _train_screen(epochs, batch, lr, threads, seed, out)
+    _train_screen(epochs, batch, lr, threads, seed, soup, out)
 
 
 @handle_errors
-def _train_screen(epochs, batch, lr, threads, seed, out):
+def _train_screen(epochs, batch, lr, threads, seed, soup, out):
     import json
 
-    from rag.agent.injection_fit import train
+    from rag.agent.injection_fit import train, train_soup
 
-    info = train(
-        out=Path(out) if out else None,
-        epochs=epochs,
-        batch=batch,
-        lr=lr,
-        threads=threads,
-        seed=seed,
-        progress=lambda line: err_console.print(line, highlight=False),
-    )
+    options = {"epochs": epochs, "batch": batch, "lr": lr, "threads": threads}
+    progress = lambda line: err_console.print(line, highlight=False)  # noqa: E731
+    out = Path(out) if out else None
+    if soup > 1:
+        info = train_soup(out=out, runs=soup, seed=seed, progress=progress, **options)
+    else:
+        info = train(out=out, seed=seed, progress=progress, **options)
     console.print_json(json.dumps(info))
 
 
