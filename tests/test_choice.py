@@ -92,3 +92,22 @@ def test_the_answer_cites_and_marks_the_option_in_its_passage():
     assert short.text == "Ada Marlow [1]" and short.spans[0]["start"] == 0 and short.spans[0]["text"] == "Ada Marlow"
     long = options_read(got, short=False)
     assert long.text.startswith("Ada Marlow. Ada Marlow (3 March 1921") and long.text.endswith("[1]")
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        lambda n: "Which " + "a, " * n + "x or y" + " z" * n,
+        lambda n: "Are " + "a and " * n + "b both" + " c" * n + "!",
+        lambda n: "Is " + "a or " * n + "b",
+        lambda n: "Which of " + "a and " * n + "b has x",
+        lambda n: "Are both " + "x and " * n + "?",
+    ],
+)
+def test_long_or_adversarial_questions_take_no_time(shape):
+    import time
+
+    for n in (40, 2000):  # within and far beyond the length read for options (the service allows 8,000 characters)
+        start = time.perf_counter()
+        options_answer(shape(n)[:8000], [MARLOW, VOSS, KESTREL, ORBITAL])
+        assert time.perf_counter() - start < 0.05

@@ -21,6 +21,7 @@ import re
 from rag.agent.sentence_pick import stem
 from rag.agent.text import STOPWORDS, words
 
+MAX_CHARS = 300  # a longer question is not read for options (the patterns and the title search grow with length)
 _OPTION = r"[^,?:]+?"
 _CHOICE = [
     # "Who was born first, A or B?" / "...: A or B?"
@@ -63,7 +64,6 @@ _YEAR = re.compile(r"(?<!\d)(1[0-9]{3}|20[0-9]{2})(?!\d)")
 _DEMONYMS = {
     "american": "united states",
     "u.s.": "united states",
-    "us": "united states",
     "america": "united states",
     "british": "united kingdom",
     "uk": "united kingdom",
@@ -108,7 +108,7 @@ _GENERIC = {
 _PLACES = sorted(set(_DEMONYMS) | set(_DEMONYMS.values()), key=len, reverse=True)
 
 
-_LEMMAS = {"genera": "genus", "species": "species", "people": "person", "women": "woman", "men": "man"}
+_LEMMAS = {"genera": "genus", "people": "person", "women": "woman", "men": "man"}
 
 
 def _stems(text: str) -> set[str]:
@@ -243,6 +243,8 @@ def _split_tail(tail: str, passages: list[dict]) -> tuple[str, str] | None:
 def options_answer(question: str, passages: list[dict]) -> dict | None:
     """{"kind": "choice" | "yes/no", "answer": the option or yes/no, "passages": the evidence} or None."""
     q = " ".join(question.split())
+    if len(q) > MAX_CHARS:
+        return None
     m = _BOTH.match(q)
     if m:
         found = _both(m.group("a"), m.group("b"), m.group("rest"), passages)
