@@ -8,8 +8,8 @@ Data, with no question that any evaluation scores:
 
 scikit-learn's LogisticRegression (balanced classes, C below) on rag.agent.multihop.design_matrix. The threshold is
 chosen on 5-fold cross-validated probabilities: the lowest at which at most MAX_SINGLE_HOP_RATE of the single-hop
-questions would hop (the answer issue allows 5 % decomposed single-hop questions; two points are left for the noise of a 300-question
-measure).
+questions would hop (the answer issue allows 5 % decomposed single-hop questions; two points are left for the
+noise of a 300-question measure).
 """
 
 from __future__ import annotations
