@@ -51,7 +51,7 @@ def _train_reader(epochs, minutes, batch, lr, limit, threads, out, checkpoint_di
         limit=limit,
         threads=threads,
         checkpoint_dir=checkpoint_dir,
-        progress=lambda line: err_console.print(line, highlight=False),
+        progress=print_progress,
     )
     console.print_json(json.dumps(info))
 
@@ -162,12 +162,11 @@ def _train_screen(epochs, batch, lr, threads, seed, soup, out):
     from rag.agent.injection_fit import train, train_soup
 
     options = {"epochs": epochs, "batch": batch, "lr": lr, "threads": threads}
-    progress = lambda line: err_console.print(line, highlight=False)  # noqa: E731
     out = Path(out) if out else None
     if soup > 1:
-        info = train_soup(out=out, runs=soup, seed=seed, progress=progress, **options)
+        info = train_soup(out=out, runs=soup, seed=seed, progress=print_progress, **options)
     else:
-        info = train(out=out, seed=seed, progress=progress, **options)
+        info = train(out=out, seed=seed, progress=print_progress, **options)
     console.print_json(json.dumps(info))
 
 
@@ -188,7 +187,10 @@ def _train_hop(seed, out):
 
     from rag.agent.multihop_fit import train
 
-    info = train(
-        out=Path(out) if out else None, seed=seed, progress=lambda line: err_console.print(line, highlight=False)
-    )
+    info = train(out=Path(out) if out else None, seed=seed, progress=print_progress)
     console.print_json(json.dumps(info))
+
+
+def print_progress(line: str) -> None:
+    """A training loop's progress line, on stderr (stdout carries the JSON of figures)."""
+    err_console.print(line, highlight=False)
