@@ -5,16 +5,19 @@
                    │                 └──▶ hop ──────┤   (multi-hop plan, second hop not done yet)
                    └────────────────────────────────┘
 
-The nodes are plain functions in rag.agent.nodes; this module binds them to an AgentContext, times them, streams
-their steps to on_step, and runs the graph (run_agent).
+The nodes are plain functions in rag.agent.nodes; this module compiles the graph once, binds each run's nodes to
+its AgentContext (through LangGraph's config), times them, streams their steps to on_step, and runs the graph
+(run_agent).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import replace
-from functools import partial
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Callable
+
+from langchain_core.runnables import RunnableConfig  # LangGraph reads the nodes' annotations to pass the config
 
 from rag.agent.injection import guard_step, screened_text
 from rag.agent.llm import ExtractiveBackend, experimental_warning, get_backend
@@ -58,40 +61,56 @@ def screened_kept(state: AgentState) -> AgentState:
     return {**state, "found": found}
 
 
-def timed(name: str, node: Callable, ctx: AgentContext, timings: dict, on_step: Callable | None) -> Callable:
-    """node bound to ctx, as LangGraph calls it: adds its time to timings[name_ms], stamps and streams its steps."""
+@dataclass
+class Run:
+    """What one run of the compiled graph binds its nodes to: the context, the node timings (ms) it accumulates,
+    and the step callback. It travels in LangGraph's config, so the graph is compiled once per process."""
 
-    def run(state: AgentState) -> dict:
+    ctx: AgentContext
+    on_step: Callable | None = None
+    timings: dict = field(default_factory=dict)
+
+
+def timed(name: str, node: Callable) -> Callable:
+    """node as LangGraph calls it, bound to the run in its config: adds its time to timings[name_ms], stamps and
+    streams its steps."""
+
+    def run(state: AgentState, config: RunnableConfig) -> dict:
+        bound: Run = config["configurable"]["run"]
         t0 = time.perf_counter()
-        update = node(screened_kept(state) if name in BUILDS_QUERIES else state, ctx)
+        update = node(screened_kept(state) if name in BUILDS_QUERIES else state, bound.ctx)
         ms = (time.perf_counter() - t0) * 1e3
-        timings[f"{name}_ms"] = timings.get(f"{name}_ms", 0.0) + ms
+        bound.timings[f"{name}_ms"] = bound.timings.get(f"{name}_ms", 0.0) + ms
         update = {**update, "steps": [guard_step(step, state.get("question", "")) for step in update.get("steps", [])]}
         for step in update["steps"]:
             step["ms"] = round(ms, 1)
-            if on_step:
-                on_step(step)
+            if bound.on_step:
+                bound.on_step(step)
         return update
 
     return run
 
 
-def build_graph(ctx: AgentContext, on_step: Callable | None = None):
-    """The compiled graph over ctx, and the dict its node timings (ms) accumulate in."""
+def routed(state: AgentState, config: RunnableConfig) -> str:
+    return route(state, config["configurable"]["run"].ctx)
+
+
+@lru_cache(maxsize=1)
+def compiled_graph():
+    """The agent graph, compiled once (a run passes its Run in config["configurable"]["run"])."""
     from langgraph.graph import END, START, StateGraph
 
-    timings: dict[str, float] = {}
     g = StateGraph(AgentState)
     for name, node in NODES.items():
-        g.add_node(name, timed(name, node, ctx, timings, on_step))
+        g.add_node(name, timed(name, node))
     g.add_edge(START, "analyze")
     g.add_edge("analyze", "retrieve")
     g.add_edge("retrieve", "grade")
-    g.add_conditional_edges("grade", partial(route, ctx=ctx), {"rewrite": "rewrite", "hop": "hop", "answer": "answer"})
+    g.add_conditional_edges("grade", routed, {"rewrite": "rewrite", "hop": "hop", "answer": "answer"})
     g.add_edge("rewrite", "retrieve")
     g.add_conditional_edges("hop", after_hop, {"retrieve": "retrieve", "answer": "answer"})
     g.add_edge("answer", END)
-    return g.compile(), timings
+    return g.compile()
 
 
 def run_agent(
@@ -143,9 +162,10 @@ def run_agent(
         reader=MemoReader(reader) if reader is not None else None,
         hop_threshold=agent.hop_threshold,
     )
-    graph, timings = build_graph(ctx, on_step)
-    state = graph.invoke(
-        {"question": question, "steps": [], "warnings": []}, config={"recursion_limit": 4 * agent.max_steps + 12}
+    bound = Run(ctx, on_step)
+    state = compiled_graph().invoke(
+        {"question": question, "steps": [], "warnings": []},
+        config={"recursion_limit": 4 * agent.max_steps + 12, "configurable": {"run": bound}},
     )
     found = state["found"]
     retrieved = [
@@ -159,7 +179,7 @@ def run_agent(
         }
         for pid in ranked_ids(state)
     ]
-    timings = {key: round(v, 1) for key, v in timings.items()}
+    timings = {key: round(v, 1) for key, v in bound.timings.items()}
     timings["open_ms"] = round((t_open - t0) * 1e3, 1)
     timings["total_ms"] = round((time.perf_counter() - t0) * 1e3, 1)
     return {
