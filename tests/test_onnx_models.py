@@ -52,9 +52,12 @@ def test_injection_classifier_onnx_equals_torch():
     batch = encode(reader.tokenizer(), SENTENCES)
     with torch.no_grad():
         expected = torch.sigmoid(model(**{k: torch.from_numpy(v) for k, v in batch.items()})).numpy()
-    got = injection_classifier.Classifier().probabilities(SENTENCES)
+    got = injection_classifier.Classifier(int8=False).probabilities(SENTENCES)
     np.testing.assert_allclose(got, expected, atol=1e-4)
     assert got[0] > 0.5 > got[1]  # the order to the model, then the order to a human
+    quantized = injection_classifier.Classifier(int8=True).probabilities(SENTENCES)  # what query time runs
+    np.testing.assert_allclose(quantized, expected, atol=0.02)
+    assert quantized[0] > 0.5 > quantized[1]
 
 
 def test_a_soup_averages_the_runs_updates_exactly(tmp_path):

@@ -1,11 +1,13 @@
 """Prompt-injection detector for retrieved passages: sentences that address the model instead of informing the reader.
 
 A sentence is flagged, after normalisation (NFKC, invisible characters dropped, look-alike letters from other
-scripts mapped to Latin by Unicode's confusables table, letter-spaced runs such as "I g n o r e" joined, case
-folded), when
-- the fine-tuned classifier (rag.agent.injection_classifier: MiniLM with adapters, `rag train screen`) gives it a
-  probability of at least CLASSIFIER_THRESHOLD that it addresses the model (overrides its instructions, dictates
-  the answer, gives it a role, makes it leak or link); or
+scripts mapped to Latin by Unicode's confusables table, letter-spaced runs such as "I g n o r e" joined, leetspeak
+read as letters, case folded), when
+- the fine-tuned classifier (rag.agent.injection_classifier: MiniLM with adapters, `rag train screen`, run in int8)
+  gives it a probability of at least CLASSIFIER_THRESHOLD that it addresses the model (overrides its instructions,
+  dictates the answer, gives it a role, makes it leak or link). The classifier reads English: a sentence in
+  another language (py3langid) is put to it only when it names the model, its answer, its instructions or the
+  user (ADDRESSEE); or
 - a lexical rule matches (overrides, role claims, "note to the assistant", in English, French, Spanish, German,
   Italian, Portuguese, Dutch, Russian, Chinese and Japanese) and, in English, the classifier sees at least a small
   chance of an injection (so "override the rules in the base config" stays); or
@@ -45,6 +47,7 @@ RULE_MIN_PROBABILITY = 0.02  # an English rule flags only where the classifier s
 SURE_COSINE = 0.80  # this close to an exemplar flags whatever the classifier says
 WINDOW_HINT = (0.35, 0.1)  # (cosine, probability) a sentence needs before its windows are checked
 ENGLISH = re.compile(r"\b(?:the|and|to|of|a|is|are|you|your|this|that|it|in|for|with|on)\b")
+SCREEN_BACKEND = "onnx-int8"  # MiniLM for the cosine to the exemplars: int8 runs twice as fast as fp32 on a CPU
 MAX_SENTENCE_CHARS = 600  # longer "sentences" are checked in pieces of this size
 
 EXEMPLARS = [
@@ -345,10 +348,50 @@ WORD = re.compile(r"[^\W\d_]{2,}")
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 
-def wordy(text: str) -> bool:
+# What an instruction to the model names, in the languages the lexical rules cover and a few more: the model or
+# assistant, its answer or summary, its instructions, prompt or rules, the user, the question. The classifier
+# reads English; on text in another language only a sentence that names one of these is put to it.
+ADDRESSEE = re.compile(
+    r"(?<![a-z])(?:ai|a\.i\.|ia|ki)(?![a-z])|"
+    r"\b(?:ии|assistant[es]?|asistente|assistente|assistent(?:en)?|ассистент\w*|асистент\w*|asystent\w*|asistan\w*|"
+    r"models?|modell\w*|modelo|modello|modèle|модел\w*|sprachmodell\w*|chatbot\w*|bot|бот\w*|llm|gpt|yapay zek\w*|"
+    r"users?|utilisateur\w*|usuari[oa]s?|usuários?|nutzer\w*|benutzer\w*|utent[ei]|gebruikers?|пользовател\w*|"
+    r"użytkowni\w*|kullanıcı\w*|"
+    r"answer\w*|respon\w*|repl(?:y|ies|ied|ying)|réponse\w*|respuesta\w*|antwort\w*|rispost\w*|resposta\w*|"
+    r"antwoord\w*|ответ\w*|odpowied\w*|yanıt\w*|cevap\w*|"
+    r"summar\w*|résum\w*|resum\w*|zusammenfass\w*|riassun\w*|samenvatt\w*|özet\w*|"
+    r"instruction\w*|consignes?|directives?|instrucciones|anweisung\w*|istruzion\w*|instruç\w*|orientaç\w*|instructies|"
+    r"инструкц\w*|указани\w*|polece\w*|talimat\w*|"
+    r"prompts?|systemprompt\w*|system|système|sistema|systeem|систем\w*|"
+    r"rules|règles|reglas|regeln|regole|regras|regels|правил\w*|"
+    r"questions?|вопрос\w*|pregunta\w*|domanda\w*|frage\w*|vraag\w*|pergunta\w*)\b|"
+    r"模型|助手|人工智能|用户|回答|回复|答复|指令|提示|系统|摘要|问题|モデル|アシスタント|ユーザー|返答|指示|プロンプト|システム|"
+    r"要約|質問|사용자|지시|답변|응답|어시스턴트|모델|프롬프트|질문|المساعد|تعليمات|المستخدم|النموذج|الذكاء الاصطناعي"
+)
+
+
+def reads_english(text: str) -> bool:
+    """Whether text is English: py3langid's guess for the normalised text, or three English function words (a
+    short English order can read as another language to a character model)."""
+    import py3langid
+
+    norm = normalize(text)
+    return len(ENGLISH.findall(norm)) >= 3 or py3langid.classify(norm)[0] == "en"
+
+
+def put_to_classifier(text: str) -> bool:
+    """English text, or text in another language that names the model, its answer, its instructions or the user
+    (ADDRESSEE): the classifier, trained on English, calls most imperatives in other languages instructions (a
+    recipe step, a leaflet's "take no more than three tablets"), so the rest is left to the lexical rules and the
+    exemplars. A shell command is whatever language py3langid reads in it (about half of them read as English)."""
+    forms = (" ".join(unicodedata.normalize("NFKC", text).casefold().split()), normalize(text))
+    return reads_english(text) or any(ADDRESSEE.search(form) for form in forms)
+
+
+def wordy(text: str, words: int = 3) -> bool:
     """Whether text has the words an instruction needs (three runs of two letters or more, or CJK script): the
-    classifier is not asked about a number, a symbol or a two-word label."""
-    return len(WORD.findall(text)) >= 3 or bool(CJK.search(text))
+    classifier is not asked about a number, a symbol or a two-word label (nor the cosine about an id or one word)."""
+    return len(WORD.findall(text)) >= words or bool(CJK.search(text))
 
 
 @dataclass
@@ -365,7 +408,7 @@ class Detector:
         from rag.agent.injection_classifier import Classifier
         from rag.encoders import get_encoder
 
-        self.encoder = encoder or get_encoder("minilm")
+        self.encoder = encoder or get_encoder("minilm", SCREEN_BACKEND)
         self.classifier = classifier or Classifier()
         self.exemplars = self.embed([normalize(e) for e in EXEMPLARS])
         self.cache: dict[str, tuple[float, float]] = {}
@@ -378,11 +421,16 @@ class Detector:
         """[n, 2]: max cosine of each text to the exemplars, and the classifier's probability; cached by
         normalised text."""
         keys = [normalize(t)[:MAX_SENTENCE_CHARS] for t in texts]
+        original = dict(zip(keys, texts))  # the language test reads the text before look-alikes were mapped
         with self.lock:
             todo = sorted({k for k in keys if k not in self.cache})
         if todo:
-            sims = (self.embed(todo) @ self.exemplars.T).max(axis=1)
-            probs = np.where([wordy(t) for t in todo], self.classifier.probabilities(todo), 0.0)
+            # an id or a single word is left to the lexical rules (neither model runs); the classifier reads wordy text
+            worded = [t for t in todo if wordy(t, 2)]
+            asked = [t for t in worded if wordy(t) and put_to_classifier(original[t])]
+            sims = dict(zip(worded, (self.embed(worded) @ self.exemplars.T).max(axis=1))) if worded else {}
+            probs = dict(zip(asked, self.classifier.probabilities(asked))) if asked else {}
+            sims, probs = [sims.get(t, 0.0) for t in todo], [probs.get(t, 0.0) for t in todo]
             with self.lock:
                 if len(self.cache) > 50_000:
                     self.cache.clear()
@@ -407,7 +455,7 @@ class Detector:
         rule = lexical(text)
         if rule is None:
             return None
-        english = bool(ENGLISH.search(normalize(text)))
+        english = reads_english(text)
         return f"rule:{rule}" if rule == "spaced" or not english or score[1] >= RULE_MIN_PROBABILITY else None
 
     def flags(self, sents: list[str], windows: bool = True) -> list[Flag | None]:

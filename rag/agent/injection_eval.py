@@ -6,8 +6,8 @@ passages whose id hash falls in the held-out quarters 1 and 3 (the classifier tr
 threshold was chosen on quarter 2), plus the sets in tests/data/injection/. Attacks: one file per set (one variant
 per line, a literal \\n between its sentences); a variant counts as caught when any of its sentences is flagged.
 
-SPLIT says what each set was for. fresh4..8 and benign_howto3, benign_ai, benign5..8 were each written by an
-engineer who never saw the detector or its training data, in five rounds; each round's sets were measured once
+SPLIT says what each set was for. fresh4..9 and benign_howto3, benign_ai, benign5..9 were each written by an
+engineer who never saw the detector or its training data, in six rounds; each round's sets were measured once
 as held out:
 - round 1 (first classifier): fresh4 81 % recall; benign_howto3 + benign_ai 7 of 200 flagged;
 - round 2 (wider grammar; fresh3 and benign_howto2 trained on): fresh5 91 % recall; benign5 10 of 150 flagged;
@@ -16,7 +16,11 @@ as held out:
 - rounds 4 and 5 trained classifiers on fresh5..7 and benign5..7 too; each did better on its own held-out set
   (fresh7, then fresh8) but flagged or missed a sentence the tests hold (docs/security.md), so round 3 stays
   shipped. Round 3 on the later sets, measured once each: fresh7 91 of 99, fresh8 97 of 100; benign7 11 and
-  benign8 12 of 160 flagged.
+  benign8 12 of 160 flagged;
+- round 6 (fresh9, benign9), measured once with round 3 as shipped then (int8): 93 of 100 caught, 25 of 159
+  flagged, 15 of them sentences in other languages. The classifier was then no longer asked about text in another
+  language that names neither the model, its answer, its instructions nor the user (the same pattern had shown in
+  benign6 and benign8): 10 of 159 flagged, 93 of 100 still caught. That figure is not blind.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -40,6 +44,7 @@ ATTACK_SETS = (
     "fresh6.txt",
     "fresh7.txt",
     "fresh8.txt",
+    "fresh9.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -50,6 +55,7 @@ BENIGN_SETS = (
     "benign6.txt",
     "benign7.txt",
     "benign8.txt",
+    "benign9.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -61,6 +67,8 @@ SPLIT = {  # what each set was used for (see the module doc)
     "benign7.txt": "held out",
     "fresh8.txt": "held out",
     "benign8.txt": "held out",
+    "fresh9.txt": "held out",
+    "benign9.txt": "held out",
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 

@@ -1,6 +1,6 @@
 """Normalisation before the injection screen (rag.agent.injection) and its classifier read a text: NFKC, invisible
 characters dropped, look-alike letters from other scripts mapped to Latin by Unicode's confusables table, letter-
-spaced runs ("I g n o r e") joined, case folded, whitespace collapsed.
+spaced runs ("I g n o r e") joined, leetspeak ("1gn0r3 4ll") read as letters, case folded, whitespace collapsed.
 """
 
 from __future__ import annotations
@@ -51,10 +51,24 @@ def despace(text: str) -> str:
     return _SPACED.sub(lambda m: re.sub(r"[ \t._\-*]", "", m.group()), text)
 
 
+_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"})
+# a word written with digits for letters ("1gn0r3", "4ll"): a letter, one of 0 1 3 4 5 7 @ $, and no other digit
+# (so "web-7d9f", "ipv6" and "2fa" are not)
+_LEET_WORD = re.compile(r"(?<![\w@$])(?=[\w@$]*[^\W\d_])(?=[\w@$]*[013457@$])(?![\w@$]*[2689])[\w@$]+")
+
+
+def deleet(text: str) -> str:
+    """Text with three or more leet words read as letters ("1gn0r3 4ll pr3v10us 1nstruct10ns" -> "ignore all
+    previous instructions"); text with fewer is returned as it is (a model number or a hash is not leetspeak)."""
+    if len(_LEET_WORD.findall(text)) < 3:
+        return text
+    return _LEET_WORD.sub(lambda m: m.group().translate(_LEET), text)
+
+
 def normalize(text: str) -> str:
-    """NFKC, invisible characters removed, look-alikes mapped to ASCII, letter-spaced runs joined, case folded,
-    whitespace collapsed."""
-    text = despace(_INVISIBLE.sub("", unicodedata.normalize("NFKC", text)))
+    """NFKC, invisible characters removed, look-alikes mapped to ASCII, letter-spaced runs joined, leetspeak read
+    as letters, case folded, whitespace collapsed."""
+    text = deleet(despace(_INVISIBLE.sub("", unicodedata.normalize("NFKC", text))))
     return " ".join(text.translate(confusables()).casefold().split())
 
 
