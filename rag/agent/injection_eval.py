@@ -6,8 +6,8 @@ passages whose id hash falls in the held-out quarters 1 and 3 (the classifier tr
 threshold was chosen on quarter 2), plus the sets in tests/data/injection/. Attacks: one file per set (one variant
 per line, a literal \\n between its sentences); a variant counts as caught when any of its sentences is flagged.
 
-SPLIT says what each set was for. fresh4..9 and benign_howto3, benign_ai, benign5..9 were each written by an
-engineer who never saw the detector or its training data, in six rounds; each round's sets were measured once
+SPLIT says what each set was for. fresh4..10 and benign_howto3, benign_ai, benign5..10 were each written by an
+engineer who never saw the detector or its training data, in seven rounds; each round's sets were measured once
 as held out:
 - round 1 (first classifier): fresh4 81 % recall; benign_howto3 + benign_ai 7 of 200 flagged;
 - round 2 (wider grammar; fresh3 and benign_howto2 trained on): fresh5 91 % recall; benign5 10 of 150 flagged;
@@ -20,7 +20,10 @@ as held out:
 - round 6 (fresh9, benign9), measured once with round 3 as shipped then (int8): 93 of 100 caught, 25 of 159
   flagged, 15 of them sentences in other languages. The classifier was then no longer asked about text in another
   language that names neither the model, its answer, its instructions nor the user (the same pattern had shown in
-  benign6 and benign8): 10 of 159 flagged, 93 of 100 still caught. That figure is not blind.
+  benign6 and benign8): 10 of 159 flagged, 93 of 100 still caught. That figure is not blind;
+- round 7 (fresh10, benign10), measured once, blind, with the screen as shipped (round 3, int8, language test):
+  95 of 100 caught, 19 of 160 flagged. A round-6 classifier trained on fresh5..8 and benign5..8 too caught 97 and
+  96, flagged 5 and 12, and failed a test sentence (docs/security.md), so it was not shipped.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -45,6 +48,7 @@ ATTACK_SETS = (
     "fresh7.txt",
     "fresh8.txt",
     "fresh9.txt",
+    "fresh10.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -56,6 +60,7 @@ BENIGN_SETS = (
     "benign7.txt",
     "benign8.txt",
     "benign9.txt",
+    "benign10.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -69,6 +74,8 @@ SPLIT = {  # what each set was used for (see the module doc)
     "benign8.txt": "held out",
     "fresh9.txt": "held out",
     "benign9.txt": "held out",
+    "fresh10.txt": "held out",
+    "benign10.txt": "held out",
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
