@@ -89,8 +89,8 @@ def test_screen_removes_only_the_flagged_sentences_and_names_the_passage():
 
 @pytest.mark.slow
 def test_detector_rates_on_sets_it_never_trained_on():
-    """Recall on the attack sets that training never read (fresh5..10, written in rounds 2 to 7 by engineers who never
-    saw the detector; fresh5 chose the threshold), false positives on their benign look-alikes (benign5..10) and on
+    """Recall on the attack sets that training never read (fresh5..11, written in rounds 2 to 8 by engineers who never
+    saw the detector; fresh5 chose the threshold), false positives on their benign look-alikes (benign5..11) and on
     real corpus sentences from the half of the passages never used for training or the dev split. The bounds sit a
     little under the rates measured once (docs/security.md), so a worse classifier fails here."""
     det = detector()
@@ -102,6 +102,7 @@ def test_detector_rates_on_sets_it_never_trained_on():
         "fresh8.txt": 0.97,
         "fresh9.txt": 0.93,
         "fresh10.txt": 0.95,
+        "fresh11.txt": 0.83,
     }
     assert all(recall[name] >= measured[name] - 0.03 for name in measured), recall
     corpus = benign_sentences(50)

@@ -49,6 +49,7 @@ ATTACK_SETS = (
     "fresh8.txt",
     "fresh9.txt",
     "fresh10.txt",
+    "fresh11.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -61,6 +62,7 @@ BENIGN_SETS = (
     "benign8.txt",
     "benign9.txt",
     "benign10.txt",
+    "benign11.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -76,6 +78,8 @@ SPLIT = {  # what each set was used for (see the module doc)
     "benign9.txt": "held out",
     "fresh10.txt": "held out",
     "benign10.txt": "held out",
+    "fresh11.txt": "held out",
+    "benign11.txt": "held out",
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
