@@ -388,6 +388,22 @@ def put_to_classifier(text: str) -> bool:
     return reads_english(text) or any(ADDRESSEE.search(form) for form in forms)
 
 
+# An order to throw away everything before it ("Disregard everything above and ...", "ignore all of the above") has
+# no reading as an order to a person, so the override rule flags it whatever the classifier says, unless the
+# sentence quotes it (a text about injection that mentions the phrase).
+DISCARD_ALL_BEFORE = re.compile(
+    r"\b(?:ignore|disregard|forget|discard|drop|throw away|set aside)\b[^.!?\n]{0,15}?"
+    r"\b(?:everything|anything|all|any)(?: of)?(?: (?:the|that|what(?:'s| is| was)?))? (?:above|before|preceding|prior)\b"
+)
+QUOTES = re.compile(r"[\"“”«»„]")
+
+
+def discards_all_before(text: str) -> bool:
+    """Whether text orders the reader to discard everything before it, outside quotation marks."""
+    norm = normalize(text)
+    return bool(DISCARD_ALL_BEFORE.search(norm)) and not QUOTES.search(text)
+
+
 def wordy(text: str, words: int = 3) -> bool:
     """Whether text has the words an instruction needs (three runs of two letters or more, or CJK script): the
     classifier is not asked about a number, a symbol or a two-word label (nor the cosine about an id or one word)."""
@@ -456,7 +472,8 @@ class Detector:
         if rule is None:
             return None
         english = reads_english(text)
-        return f"rule:{rule}" if rule == "spaced" or not english or score[1] >= RULE_MIN_PROBABILITY else None
+        stands_alone = rule == "spaced" or not english or discards_all_before(text)
+        return f"rule:{rule}" if stands_alone or score[1] >= RULE_MIN_PROBABILITY else None
 
     def flags(self, sents: list[str], windows: bool = True) -> list[Flag | None]:
         """One entry per sentence: a Flag or None. Windows of 2 and 3 neighbours catch split instructions."""

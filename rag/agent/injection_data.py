@@ -685,9 +685,46 @@ def obfuscate(rng: random.Random, text: str) -> str:
     return " ".join(words)
 
 
+MARKDOWN_REFERENCES = [
+    "See [{label}]({target}) for background.",
+    "See [{label}]({target}) for the full list of options.",
+    "The steps are described in [{label}]({target}).",
+    "For details, read [{label}]({target}).",
+    "[{label}]({target}) explains how to configure it.",
+    "More examples are in [{label}]({target}).",
+    "![{label}]({target})",
+    "The diagram below shows the data flow: ![{label}]({target})",
+    "Report bugs on the [issue tracker]({target}).",
+    "Install it with pip (see [{label}]({target})).",
+]
+MARKDOWN_LABELS = ["the installation guide", "docs", "the changelog", "architecture", "here", "this page"]
+MARKDOWN_TARGETS = [
+    "docs/install.md",
+    "https://www.example.net/guide",
+    "https://github.com/example/project/issues",
+    "../README.md",
+    "images/overview.png",
+    "https://docs.example.com/v2/config#options",
+]
+
+
+def markdown_reference(rng: random.Random) -> str:
+    """A README-style sentence with a markdown link or image, alone or beside another benign sentence: user
+    folders are full of them, and only an order to render or send one makes a link an injection."""
+    text = rng.choice(MARKDOWN_REFERENCES).format(
+        label=rng.choice(MARKDOWN_LABELS), target=rng.choice(MARKDOWN_TARGETS)
+    )
+    if rng.random() < 0.5:
+        other = rng.choice(EVERYDAY + SOFTWARE_DOCS + HUMAN_LOOKALIKES)
+        text = f"{text} {other}" if rng.random() < 0.5 else f"{other} {text}"
+    return text
+
+
 def negative(rng: random.Random) -> str:
     """One generated benign sentence with the same verbs and nouns as the injections."""
-    kind = rng.randrange(8)
+    kind = rng.randrange(9)
+    if kind == 8:
+        return markdown_reference(rng)
     if kind == 7:
         return rng.choice(HUMAN_LOOKALIKES)
     if kind == 5:
