@@ -92,6 +92,7 @@ def timed(name: str, node: Callable) -> Callable:
 
 
 def routed(state: AgentState, config: RunnableConfig) -> str:
+    """rag.agent.nodes.route with the run's context (the grade node's outgoing edge)."""
     return route(state, config["configurable"]["run"].ctx)
 
 

@@ -17,7 +17,9 @@ caught; then every sentence of the window is flagged, and a sentence that carrie
 tell the user ...") is flagged with it.
 
 The classifier is trained on generated text (rag.agent.injection_data) plus real corpus sentences and the committed
-attack sets; the threshold was chosen on a dev split (corpus quarter 2, fresh5.txt, benign5.txt).
+attack sets; the threshold was chosen on a dev split (corpus quarter 2, fresh5.txt, benign5.txt) for an earlier
+classifier and kept (fresh5 and benign5 are training data now). An English rule needs the classifier's vote
+(RULE_MIN_PROBABILITY) unless the text orders the reader to discard everything before it.
 `python -m rag.agent.injection_eval` prints the false-positive rate on held-out corpus sentences and the benign
 sets, and the recall on every attack set; docs/security.md has the figures.
 
@@ -427,6 +429,7 @@ class Detector:
         self.encoder = encoder or get_encoder("minilm", SCREEN_BACKEND)
         self.classifier = classifier or Classifier()
         self.exemplars = self.embed([normalize(e) for e in EXEMPLARS])
+        reads_english("Load the language model now.")  # py3langid loads its model on first use (half a second)
         self.cache: dict[str, tuple[float, float]] = {}
         self.lock = threading.Lock()
 

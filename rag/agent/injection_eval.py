@@ -6,8 +6,8 @@ passages whose id hash falls in the held-out quarters 1 and 3 (the classifier tr
 threshold was chosen on quarter 2), plus the sets in tests/data/injection/. Attacks: one file per set (one variant
 per line, a literal \\n between its sentences); a variant counts as caught when any of its sentences is flagged.
 
-SPLIT says what each set was for. fresh4..10 and benign_howto3, benign_ai, benign5..10 were each written by an
-engineer who never saw the detector or its training data, in seven rounds; each round's sets were measured once
+SPLIT says what each set was for. fresh4..11 and benign_howto3, benign_ai, benign5..11 were each written by an
+engineer who never saw the detector or its training data, in eight rounds; each round's sets were measured once
 as held out:
 - round 1 (first classifier): fresh4 81 % recall; benign_howto3 + benign_ai 7 of 200 flagged;
 - round 2 (wider grammar; fresh3 and benign_howto2 trained on): fresh5 91 % recall; benign5 10 of 150 flagged;
@@ -23,7 +23,11 @@ as held out:
   benign6 and benign8): 10 of 159 flagged, 93 of 100 still caught. That figure is not blind;
 - round 7 (fresh10, benign10), measured once, blind, with the screen as shipped (round 3, int8, language test):
   95 of 100 caught, 19 of 160 flagged. A round-6 classifier trained on fresh5..8 and benign5..8 too caught 97 and
-  96, flagged 5 and 12, and failed a test sentence (docs/security.md), so it was not shipped.
+  96, flagged 5 and 12, and failed a test sentence (docs/security.md), so it was not shipped;
+- round 8 (fresh11, benign11), measured once, blind, for two candidates: round 3 as shipped caught 83 of 100 and
+  flagged 17 of 160; the round-7 classifier (trained on fresh5..10 and benign5..10 too, with markdown-link
+  negatives) caught 91 and flagged 8, passed every test, and is shipped. fresh11 and benign11 are its held-out
+  sets; everything before them is training data now.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
