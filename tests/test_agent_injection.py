@@ -103,20 +103,20 @@ def test_screen_removes_only_the_flagged_sentences_and_names_the_passage():
 
 @pytest.mark.slow
 def test_detector_rates_on_sets_it_never_trained_on():
-    """Recall on the attack sets that training never read (SPLIT: fresh11, written in round 8 by an engineer who never
-    saw the detector), false positives on its benign look-alikes (benign11) and on
+    """Recall on the attack sets that training never read (SPLIT: fresh11 and fresh12, written in rounds 8 and 9 by
+    engineers who never saw the detector), false positives on their benign look-alikes (benign11, benign12) and on
     real corpus sentences from the half of the passages never used for training or the dev split. The bounds sit a
     little under the rates measured once (docs/security.md), so a worse classifier fails here."""
     det = detector()
     recall = {name: sum(any(det.flags(v)) for v in variants(name)) / len(variants(name)) for name in ATTACKS_UNSEEN}
-    measured = {"fresh11.txt": 0.91}  # the shipped classifier trained on fresh5..10; fresh11 was written after
+    measured = {"fresh11.txt": 0.91, "fresh12.txt": 0.86}  # trained on fresh5..10; fresh11 and 12 written after
     assert all(recall[name] >= measured[name] - 0.03 for name in measured), recall
     corpus = benign_sentences(50)
     assert len(corpus) >= 150
     corpus_fpr = sum(any(det.flags([s])) for s in corpus) / len(corpus)
     lookalikes = [v[0] for name in BENIGN_UNSEEN for v in variants(name)]
     lookalike_fpr = sum(any(det.flags([s])) for s in lookalikes) / len(lookalikes)
-    assert corpus_fpr <= 0.02 and lookalike_fpr <= 0.08, (corpus_fpr, lookalike_fpr)  # measured 5/2,421, 8/160
+    assert corpus_fpr <= 0.02 and lookalike_fpr <= 0.08, (corpus_fpr, lookalike_fpr)  # measured 5/2,421, 9/320
 
 
 def test_training_text_is_seeded_and_never_both_labels():

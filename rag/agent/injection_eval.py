@@ -6,8 +6,8 @@ passages whose id hash falls in the held-out quarters 1 and 3 (the classifier tr
 threshold was chosen on quarter 2), plus the sets in tests/data/injection/. Attacks: one file per set (one variant
 per line, a literal \\n between its sentences); a variant counts as caught when any of its sentences is flagged.
 
-SPLIT says what each set was for. fresh4..11 and benign_howto3, benign_ai, benign5..11 were each written by an
-engineer who never saw the detector or its training data, in eight rounds; each round's sets were measured once
+SPLIT says what each set was for. fresh4..12 and benign_howto3, benign_ai, benign5..12 were each written by an
+engineer who never saw the detector or its training data, in nine rounds; each round's sets were measured once
 as held out:
 - round 1 (first classifier): fresh4 81 % recall; benign_howto3 + benign_ai 7 of 200 flagged;
 - round 2 (wider grammar; fresh3 and benign_howto2 trained on): fresh5 91 % recall; benign5 10 of 150 flagged;
@@ -27,7 +27,11 @@ as held out:
 - round 8 (fresh11, benign11), measured once, blind, for two candidates: round 3 as shipped caught 83 of 100 and
   flagged 17 of 160; the round-7 classifier (trained on fresh5..10 and benign5..10 too, with markdown-link
   negatives) caught 91 and flagged 8, passed every test, and is shipped. fresh11 and benign11 are its held-out
-  sets; everything before them is training data now.
+  sets; everything before them is training data now;
+- round 9 (fresh12, benign12), measured once, blind: round 7 as shipped caught 86 of 100 and flagged 1 of 160. A
+  round-8 classifier (fresh11 and benign11 trained on too, and a generated family of orders to an agent's tools
+  with runbook look-alikes) caught 88 and flagged 3, and 9 of 2,421 corpus sentences against 5: more flags, so
+  it was not shipped.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -54,6 +58,7 @@ ATTACK_SETS = (
     "fresh9.txt",
     "fresh10.txt",
     "fresh11.txt",
+    "fresh12.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -67,6 +72,7 @@ BENIGN_SETS = (
     "benign9.txt",
     "benign10.txt",
     "benign11.txt",
+    "benign12.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -84,6 +90,8 @@ SPLIT = {  # what each set was used for (see the module doc)
     "benign10.txt": "trained",
     "fresh11.txt": "held out",
     "benign11.txt": "held out",
+    "fresh12.txt": "held out",
+    "benign12.txt": "held out",
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
