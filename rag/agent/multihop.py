@@ -95,3 +95,10 @@ class MultiHopModel:
 def default_model() -> MultiHopModel | None:
     """The shared model over the committed weights, or None where they are missing (then every planned hop runs)."""
     return MultiHopModel() if WEIGHTS.exists() else None
+
+
+def effective_threshold(override: float | None = None) -> float | None:
+    """The probability a planned hop must reach: override (AgentSettings.hop_threshold) or the one `rag train hop`
+    chose; None without the model's weights (then every planned hop runs)."""
+    model = default_model()
+    return override if override is not None else (model.threshold if model else None)

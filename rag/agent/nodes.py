@@ -23,6 +23,7 @@ from typing import Annotated, Any, TypedDict
 from rag.agent.injection import screen_passages, scrub_answer
 from rag.agent.llm import ExtractiveBackend
 from rag.agent.multihop import default_model as multihop_model
+from rag.agent.multihop import effective_threshold
 from rag.agent.planner import (
     HOP_FROM,
     bridge_queries,
@@ -288,11 +289,7 @@ def route(state: AgentState, ctx: AgentContext) -> str:
 def wants_hop(state: AgentState, ctx: AgentContext) -> bool:
     """Whether the planned second hop runs: the question's multi-hop probability reaches the threshold."""
     probability = state.get("hop_probability")
-    if probability is None:
-        return True
-    model = multihop_model()
-    threshold = ctx.hop_threshold if ctx.hop_threshold is not None else (model.threshold if model else 0.5)
-    return probability >= threshold
+    return probability is None or probability >= effective_threshold(ctx.hop_threshold)
 
 
 def new_rewrite(state: AgentState) -> bool:

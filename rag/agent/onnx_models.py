@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from rag.config import RagError, atomic_write, cache_dir
+from rag.config import RagError, cache_dir
 
 
 def weights_sha256(path: Path) -> str:
@@ -61,11 +61,7 @@ def load_session(
 
 def cached_model(path: Path, make: Callable[[Path], None]) -> bytes:
     """The verified bytes of path, made first (make(tmp), then a sha256 beside it) when missing or corrupt."""
-    from rag.encoders.onnx import checksum_file, verified_bytes
+    from rag.encoders.onnx import verified_bytes, write_checksummed
 
     data = verified_bytes(path)
-    if data is None:
-        atomic_write(path, make)
-        data = path.read_bytes()
-        atomic_write(checksum_file(path), lambda tmp: tmp.write_text(hashlib.sha256(data).hexdigest() + "\n"))
-    return data
+    return data if data is not None else write_checksummed(path, make)

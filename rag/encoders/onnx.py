@@ -134,18 +134,22 @@ def verified_bytes(path: Path) -> bytes | None:
     return None
 
 
-def build_model(backend: str, path: Path) -> bytes:
-    """Export (and for int8 quantize) into `path` atomically, then record its sha256."""
-    if backend == "onnx":
-        atomic_write(path, export_fp32)
-    else:
-        source = model_file("onnx")
-        if verified_bytes(source) is None:
-            build_model("onnx", source)
-        atomic_write(path, lambda tmp: quantize_int8(source, tmp))
+def write_checksummed(path: Path, make) -> bytes:
+    """make(tmp) written to `path` atomically, then its sha256 beside it; returns the bytes."""
+    atomic_write(path, make)
     data = path.read_bytes()
     atomic_write(checksum_file(path), lambda tmp: tmp.write_text(hashlib.sha256(data).hexdigest() + "\n"))
     return data
+
+
+def build_model(backend: str, path: Path) -> bytes:
+    """Export (and for int8 quantize) into `path` atomically, then record its sha256."""
+    if backend == "onnx":
+        return write_checksummed(path, export_fp32)
+    source = model_file("onnx")
+    if verified_bytes(source) is None:
+        build_model("onnx", source)
+    return write_checksummed(path, lambda tmp: quantize_int8(source, tmp))
 
 
 def ensure_model(backend: str) -> bytes:

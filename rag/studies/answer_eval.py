@@ -24,6 +24,7 @@ from typing import Callable
 
 import numpy as np
 
+from rag.agent.multihop import effective_threshold
 from rag.agent.multihop_fit import HOTPOT_DEV
 from rag.agent.reader_train import EVAL_ARTICLES, TRAIN_ARTICLES
 from rag.agent.settings import DEFAULT_AGENT, AgentSettings
@@ -293,7 +294,7 @@ def evaluate_answers(
         "settings": {
             **base.as_dict(),
             "max_steps": agent.max_steps,
-            "hop_threshold": agent.hop_threshold if agent.hop_threshold is not None else hop_model_threshold(),
+            "hop_threshold": effective_threshold(agent.hop_threshold),
             "squad_questions": f"{squad_limit} from the last {EVAL_ARTICLES} articles (the first {TRAIN_ARTICLES} "
             "train the reader)",
             "hotpotqa_questions": f"queries after the first {HOTPOT_DEV} (held out)",
@@ -354,11 +355,3 @@ def write_outputs(out: Path, result: dict, per_query: list[dict]) -> None:
         for row in per_query:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     (out / "report.md").write_text("\n".join(report_lines(result)))
-
-
-def hop_model_threshold() -> float | None:
-    """The threshold the shipped multi-hop decision uses (None where its weights are missing)."""
-    from rag.agent.multihop import default_model
-
-    model = default_model()
-    return model.threshold if model else None
