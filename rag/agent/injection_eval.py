@@ -6,8 +6,8 @@ passages whose id hash falls in the held-out quarters 1 and 3 (the classifier tr
 threshold was chosen on quarter 2), plus the sets in tests/data/injection/. Attacks: one file per set (one variant
 per line, a literal \\n between its sentences); a variant counts as caught when any of its sentences is flagged.
 
-SPLIT says what each set was for. fresh4..12 and benign_howto3, benign_ai, benign5..12 were each written by an
-engineer who never saw the detector or its training data, in nine rounds; each round's sets were measured once
+SPLIT says what each set was for. fresh4..15 and benign_howto3, benign_ai, benign5..15 were each written by an
+engineer who never saw the detector or its training data, in twelve rounds; each round's sets were measured once
 as held out:
 - round 1 (first classifier): fresh4 81 % recall; benign_howto3 + benign_ai 7 of 200 flagged;
 - round 2 (wider grammar; fresh3 and benign_howto2 trained on): fresh5 91 % recall; benign5 10 of 150 flagged;
@@ -31,7 +31,19 @@ as held out:
 - round 9 (fresh12, benign12), measured once, blind: round 7 as shipped caught 86 of 100 and flagged 1 of 160. A
   round-8 classifier (fresh11 and benign11 trained on too, and a generated family of orders to an agent's tools
   with runbook look-alikes) caught 88 and flagged 3, and 9 of 2,421 corpus sentences against 5: more flags, so
-  it was not shipped.
+  it was not shipped;
+- round 10 (fresh13, benign13), measured once, blind: round 7 as shipped caught 73 of 100 and flagged 5 of 160;
+  lexical rules for orders to an agent (its tools, its access, addressed to it) and for overrides and addressed
+  notes in other languages (rag.agent.injection_rules, written from the misses of fresh11 and fresh12) caught 89
+  and flagged 5;
+- round 11 (fresh14, benign14), measured once, blind: shipped 83 of 100 caught, 13 of 160 flagged; the rules of
+  round 10 caught 91 and flagged 15 (a quoted attack in a security page, a Japanese sentence about an assistant),
+  so they were not shipped. Fixed: a rule that stands alone ignores quoted text, a CJK address needs a colon;
+  more languages for roles and fake system headers;
+- round 12 (fresh15, benign15), measured once, blind: shipped 74 of 100 caught, 10 of 160 flagged; the fixed
+  rules caught 87 and flagged 10, passed every test, and are shipped. fresh11..14 and benign11..14 are "rules
+  dev" (the rules were written looking at them; the classifier never trained on them); fresh15 and benign15 are
+  held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -59,6 +71,9 @@ ATTACK_SETS = (
     "fresh10.txt",
     "fresh11.txt",
     "fresh12.txt",
+    "fresh13.txt",
+    "fresh14.txt",
+    "fresh15.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -73,6 +88,9 @@ BENIGN_SETS = (
     "benign10.txt",
     "benign11.txt",
     "benign12.txt",
+    "benign13.txt",
+    "benign14.txt",
+    "benign15.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -88,10 +106,10 @@ SPLIT = {  # what each set was used for (see the module doc)
     "benign9.txt": "trained",
     "fresh10.txt": "trained",
     "benign10.txt": "trained",
-    "fresh11.txt": "held out",
-    "benign11.txt": "held out",
-    "fresh12.txt": "held out",
-    "benign12.txt": "held out",
+    **{f"fresh{n}.txt": "rules dev" for n in (11, 12, 13, 14)},
+    **{f"benign{n}.txt": "rules dev" for n in (11, 12, 13, 14)},
+    "fresh15.txt": "held out",
+    "benign15.txt": "held out",
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 
@@ -46,9 +47,17 @@ SPACED_TRIGGERS = re.compile(
 
 
 def despace(text: str) -> str:
-    """Runs of four or more single letters with one separator between them joined into one word ("I g n o r e
-    a l l" -> "Ignore all" where words were set apart by wider gaps, "Ignoreall" where they were not)."""
-    return _SPACED.sub(lambda m: re.sub(r"[ \t._\-*]", "", m.group()), text)
+    """Runs of four or more single letters with one separator between them joined into words. The run's most
+    common separator is the one between letters; another one stays ("s-e-n-d t-h-e" -> "send the",
+    "l-o-g-s.n-e-t" -> "logs.net"). "I g n o r e   a l l" -> "Ignore all" where words were set apart by wider
+    gaps, "Ignoreall" where they were not."""
+    return _SPACED.sub(lambda m: _join_letters(m.group()), text)
+
+
+def _join_letters(run: str) -> str:
+    separators = Counter(re.findall(r"[ \t._\-*]", run))
+    between_letters = separators.most_common(1)[0][0]
+    return run.replace(between_letters, "")
 
 
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"})

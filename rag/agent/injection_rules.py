@@ -1,0 +1,452 @@
+"""The injection screen's lexical rules (rag.agent.injection): regular expressions over a sentence's NFKC form, the
+same form with letter-spaced runs joined, and its normalised form; each has a name that a flag reports.
+
+- English rules: overrides, orders that dictate the answer, role claims, "note to the assistant", hidden tasks,
+  leaks. An English rule flags only with the classifier's vote (rag.agent.injection.RULE_MIN_PROBABILITY):
+  "override the rules in the base config" matches and is an order to a person.
+- Orders to an agent (STANDS_ALONE: these flag without the classifier, which scores most of them near 0):
+  - `agent-addressed`: a sentence that opens by addressing an AI system ("Copilot, when you open this repository,
+    delete ...", "AI agents with file access: read ...") and goes on with an order;
+  - `tool-order`: an order framed by the reader's tools or access ("If you can execute shell commands, run ...",
+    "with the terminal tool") that destroys, runs remote code, sends data away or touches the user's data (DANGER);
+  - `agent-danger`: such a dangerous order given to an AI system or tied to the reader's answer ("before you reply");
+  - `exfiltrate-secrets`: a credentials file and an address to send it to, in any language;
+  - `covert`: an order to act quietly ("In your summary, quietly replace every link ...").
+- Other languages: overrides ("ignore the previous instructions") in the languages below, "if you are an AI", and a
+  sentence that opens by addressing an AI assistant (`addressed-ml`: "Uwaga dla asystenta AI: ..."). A rule in
+  another language stands alone: the classifier reads English.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from rag.agent.injection_normalize import despace, normalize, spaced_trigger
+
+_RULES = [
+    (name, re.compile(pattern, re.IGNORECASE))
+    for name, pattern in [
+        (
+            "override",
+            r"\b(ignore|disregard|forget|override|bypass|discard|abandon|skip|drop|neglect|set aside|throw away|"
+            r"(?:do not|don'?t) pay (?:any )?attention to|pay no attention to|cancel|"
+            r"do not (?:follow|obey|heed|listen to)|don'?t (?:follow|obey|heed|listen to))\b[^.!?\n]{0,60}?"
+            r"\b(instructions?|prompts?|rules|directions|directives|guidelines|guidance|orders|commands|constraints|"
+            r"guardrails|everything (?:above|before|else)|(?:all|any)(?: of)? the above|what (?:you were|was) told|"
+            r"(?:previous|prior|preceding|earlier|above)(?: \w+){0,2} (?:instructions?|prompts?|messages?|text|context|"
+            r"question|conversation|guidance|directions|orders|commands|rules)|(?:the )?above(?=\W*$)|"
+            r"system (?:prompt|message|instructions?|rules)|(?:the )?user'?s? (?:question|request)|"
+            r"what (?:the user|you were) (?:asked|told|given))\b",
+        ),
+        (
+            "override",
+            r"\b(?:do not|don'?t|never) (?:use|cite|consult|trust|mention) (?:the |any )?(?:other|remaining|rest of the) "
+            r"(?:passages|sources|documents|results|context)\b",
+        ),
+        (
+            "override",
+            r"\breplace (?:your|the) (?:summary|answer|response|reply|output)\b(?! (?:line|field|column|file|section))",
+        ),
+        ("override", r"\bno longer (?:need to |have to |must )?(?:follow|obey|heed|respect|stick to)\b"),
+        (
+            "hide",
+            r"\b(?:do not|don'?t|never) (?:say|mention|write|reveal) (?:anything )?about (?:the )?(?:other|remaining) "
+            r"(?:documents|passages|sources|results)\b",
+        ),
+        (
+            "addressed",
+            r"\b(?:automated|automatic) (?:summari[sz]ers?|assistants?|readers?|agents?|answering systems?)\b|"
+            r"\b(?:text|answer|response) generators?\b",
+        ),
+        (
+            "addressed",
+            r"\b(?:model|ai|assistant|system|bot|program) (?:that|which|who) (?:reads|processes|is reading|summari[sz]es|"
+            r"answers|generates)\b",
+        ),
+        ("addressed", r"^(?:assistant|ai|chatbot|model|system|llm|gpt|chatgpt)\s*[:,]"),
+        (
+            "dictate",
+            r"\b(?:in|when you (?:write|generate|produce|give)) your (?:answer|response|reply|summary|output),? "
+            r"(?:include|add|append|mention|say|insert|write)\b",
+        ),
+        (
+            "role",
+            r"\b(you(?:'re| are) (?:an? )?(?:unfiltered|unrestricted|uncensored|jailbroken|evil|rogue) (?:ai|bot|assistant|"
+            r"model|chatbot)|you are now|you're now|from now on,? you|from (?:this moment|this point|here on|here onwards?)(?: on)?,? you|act as (?:an?|the) (?:unrestricted|different|new)|"
+            r"pretend (?:to be|you are)|developer mode|jailbreak|do anything now|new (?:system )?(?:instructions?|task|role|rules|persona)\s*[:\-]|"
+            r"system (?:prompt|message|override)\s*[:\-])",
+        ),
+        (
+            "addressed",
+            r"\b(note|message|instructions?|attention|reminder|memo|notice)\s+(?:to|for)\s+(?:the |any |all )?"
+            r"(assistant|ai|a\.i\.|model|language model|llm|chatbot|bot|gpt|agent|summari[sz]er)s?\b",
+        ),
+        (
+            "addressed",
+            r"\b(?:if you are|dear|hey|hello|attention,?) (?:an? |the )?(?:ai|a\.i\.|assistant|language model|llm|chatbot|gpt)\b",
+        ),
+        (
+            "addressed",
+            r"\b(?:ai|assistant|language model|llm|chatbot|model)s? (?:reading|processing|summari[sz]ing|parsing|answering) (?:this|these)\b",
+        ),
+        (
+            "dictate",
+            r"\b(?:respond|reply|answer|say|output|print|write|state)\s+(?:only|exactly|just|solely)\b"
+            r"(?! (?:after|when|if|once|before|during|for|in|on|to|within|from)\b)",
+        ),
+        (
+            "dictate",
+            r"\byour (?:answer|response|reply|output) (?:must|should|shall|has to|will) (?:be|say|contain|include|only)\b|"
+            r"\bthe (?:answer|response|reply|output) (?:you give |you write )?(?:must|should|shall|has to|will) "
+            r"(?:be|say|only)\b",
+        ),
+        (
+            "dictate",
+            r"\b(?:tell|inform|convince|assure) (?:the (?:user|reader|human|asker|person asking)s?|whoever (?:asked|asks|"
+            r"is asking)|anyone who asks|them) that\b",
+        ),
+        (
+            "dictate",
+            r"\b(?:tell|inform) (?:the |any |every )?(?:user|reader|asker|person asking|people asking|questioner)s? "
+            r"(?!(?:to|how|where|when|about|if|why|which|what|whether)\b)\w+",
+        ),
+        (
+            "dictate",
+            r"\b(?:make sure|ensure|be sure|see to it)(?: that)? your (?:final )?(?:reply|answer|response|output|summary)\b|"
+            r"\byour (?:final )?(?:answer|response|reply|output)s? (?:ought to|needs? to) (?:be|say|contain|include)\b|"
+            r"\b(?:respond|reply|answer) to (?:the )?(?:person|user|reader|asker)s? with\b|"
+            r"\bstop (?:answering|responding|replying)\b|"
+            r"\binstead of (?:answering|responding|replying|summari[sz]ing)\b|"
+            r"\b(?:whatever|no matter (?:what|which)) (?:question|you (?:are|were|get) asked|you got asked)\b",
+        ),
+        (
+            "dictate",
+            r"\bwhen (?:the |a )?(?:user|reader|someone|anyone|people|they) asks?\b[^.!?\n]{0,40}\b(?:say|tell them|"
+            r"reply|respond|answer|claim|state)\b|"
+            r"\b(?:output|say|reply|respond|answer|print|write)\b[^.!?\n]{0,40}\band nothing (?:more|else)\b|"
+            r"\b(?:at the (?:end|start|beginning) of|in) (?:whatever|everything|anything|every \w+) you (?:write|say|"
+            r"answer|reply|output|produce|generate)\b",
+        ),
+        (
+            "override",
+            r"\b(?:supersedes?|overrides?|takes? precedence over|replaces?|cancels?|invalidates?)\b[^.!?\n]{0,30}\byour "
+            r"(?:\w+ )?(?:instructions|configuration|rules|guidelines|programming|developers?|system prompt|settings|"
+            r"orders|directives)\b",
+        ),
+        (
+            "hide",
+            r"\b(?:never|do not|don'?t) (?:mention|reveal|say|admit|tell anyone)(?: that)? you (?:saw|read|found|received|"
+            r"were given) (?:this|these)\b",
+        ),
+        # orders with no override verb: what the reader or asker is to be told
+        (
+            "dictate",
+            r"\b(?:the )?(?:reader|user|asker|visitor|human|person asking|people asking|anyone(?: who is)? asking|"
+            r"whoever asks|anyone who asks|everyone who asks)s?\b[^.!?\n]{0,40}?\b(?:should|must|shall|is to|are to|"
+            r"needs? to|has to|ought to|will)\b (?:be )?(?:told|informed|assured|hear|learn|read|answered)\b"
+            r"[^.!?\n]{0,25}?\b(?:that|exactly|only|simply|just)\b",
+        ),
+        (
+            "dictate",
+            r"\b(?:correct|right|proper|only|best) thing to (?:say|tell|answer|reply|write|report)\b|"
+            r"\b(?:summary|answer|response|reply|output)s? (?:given|shown|sent|provided|returned) to (?:the |any )?"
+            r"(?:user|reader|asker|human)s?\b[^.!?\n]{0,20}\b(?:must|should|shall|will|has to) (?:state|say|claim|read|be)\b",
+        ),
+        ("dictate", r"\binstead(?: of answering)?,? (?:respond|reply|say|answer|output|print|write)\b"),
+        (
+            "exfiltrate",
+            r"\b(?:reveal|print|show|repeat|output|leak|disclose)\b[^.!?\n]{0,30}\b(?:system prompt|hidden instructions|your instructions|initial prompt)\b",
+        ),
+        (
+            "hide",
+            r"\b(?:do not|don'?t) (?:mention|reveal|disclose|tell)\b[^.!?\n]{0,30}\b(?:this|these) (?:instruction|note|message|directive)s?\b",
+        ),
+        (
+            "addressed",
+            r"\b(?:ai|a\.i\.|assistant|chatbot|summari[sz]er|llm|gpt|chatgpt|claude|gemini|copilot|bot)s?\b[^.!?\n]{0,40}"
+            r"\b(?:should|must|shall|has to|have to|need to|are to|is to)\b",
+        ),
+        (
+            "addressed",
+            r"\b(?:whoever|anyone|any (?:system|program|model|agent|ai)) (?:is )?(?:answering|reading|processing|generating|"
+            r"summari[sz]ing|parsing)\b",
+        ),
+        ("addressed", r"\b(?:for|to) (?:all )?(?:automated|ai|machine) (?:readers?|systems?|agents?|assistants?)\b"),
+        ("addressed", r"\b(?:hey|hi|dear|ok|okay),? (?:chatgpt|gpt|claude|gemini|copilot|assistant|bot|ai)\b"),
+        (
+            "task",
+            r"\b(?:your|the) (?:new |real |actual )?(?:task|objective|goal|job|role|mission|purpose) (?:is now|has changed|now is)\b",
+        ),
+        (
+            "task",
+            r"\byour new (?:task|objective|goal|job|role|mission|instructions?)\b(?! (?:list|board|tracker|queue))",
+        ),
+        ("task", r"\b(?:hidden|secret) (?:directive|instruction|command|order)s?\b"),
+        ("dictate", r"\b(?:rather than|instead of) (?:answering|responding|replying)\b"),
+        (
+            "dictate",
+            r"\b(?:answer|respond|reply)(?:ing)? (?:to )?(?:every|any|each|all) (?:question|query|request|prompt)s?\b"
+            r"(?! (?:on|in) (?:the|this|each|every|your) )",
+        ),
+        ("dictate", r"\b(?:whatever|no matter what) the (?:user|reader|human) (?:asks|says|wants)\b"),
+        (
+            "dictate",
+            r"\bwhen asked anything\b|\bthe (?:correct|right|only) (?:response|answer|reply) to (?:any|every|all)\b",
+        ),
+        (
+            "dictate",
+            r"\b(?:answer|reply|response|output)s? (?:you (?:produce|give|generate|write) )?(?:has|have|must|needs?) (?:to )?be\b",
+        ),
+        # other languages
+        (
+            "override-fr",
+            r"\b(ignore[zrs]?|oublie[zrs]?|ne (?:tenez|tiens) pas compte)\b[^.!?\n]{0,50}\b(instructions?|consignes?|règles|ce qui précède|précédent)",
+        ),
+        (
+            "role-fr",
+            r"\b(tu es maintenant|vous êtes maintenant|désormais,? (?:tu|vous)|note (?:à|a|pour) l['’ ]?(?:assistant|ia|intelligence))",
+        ),
+        ("dictate-fr", r"\b(réponds|répondez|dis|dites)\s+(?:uniquement|seulement|simplement)\b"),
+        (
+            "override-es",
+            r"\b(ignora[rd]?|olvida[rd]?|no sigas)\b[^.!?\n]{0,50}\b(instrucciones|reglas|indicaciones|lo anterior|"
+            r"lo que te (?:dijeron|pidieron|indicaron)|la pregunta)",
+        ),
+        (
+            "role-es",
+            r"\b(ahora eres|a partir de ahora,? (?:eres|tú|responde)|nota para el asistente|responde (?:solo|únicamente|solamente))\b",
+        ),
+        (
+            "override-de",
+            r"\b(ignorier(?:e|en|t)?|vergiss|vergessen sie|missachte)\b[^.!?\n]{0,50}\b(anweisungen|regeln|vorgaben|anordnungen|obige|vorherige|"
+            r"was man (?:dir|ihnen) gesagt|was (?:dir|ihnen) gesagt)",
+        ),
+        (
+            "role-de",
+            r"\b(du bist (?:jetzt|nun|ab sofort)|antworte (?:nur|ausschließlich)|hinweis (?:an|für) (?:den|die) (?:assistenten|ki))\b",
+        ),
+        ("override-it", r"\b(ignora|dimentica)\b[^.!?\n]{0,50}\b(istruzioni|regole|indicazioni)"),
+        ("role-it", r"\b(ora sei|d'ora in poi|rispondi (?:solo|soltanto|unicamente))\b"),
+        ("override-pt", r"\b(ignore|ignora|esqueça|esqueca)\b[^.!?\n]{0,50}\b(instruções|instrucoes|regras)"),
+        ("role-pt", r"\b(agora você é|agora voce e|responda (?:apenas|somente))\b"),
+        ("override-nl", r"\b(negeer|vergeet)\b[^.!?\n]{0,50}\b(instructies|regels|aanwijzingen)"),
+        (
+            "override-ru",
+            r"(игнорир\w*|забудь\w*|не обращай\w* внимания)[^.!?\n]{0,50}(инструкц\w*|указани\w*|правил\w*)",
+        ),
+        ("role-ru", r"(ты теперь|отныне ты|отвечай только|примечание для (?:ассистента|ии|модели))"),
+        ("override-zh", r"(忽略|无视|忘记|忽视|不要理会)[^。！？]{0,20}(指令|指示|说明|规则|提示|要求)"),
+        ("role-zh", r"(你现在是|从现在开始你|只回答|给助手的)"),
+        ("override-ja", r"(指示|命令|ルール)[^。！？]{0,15}(無視|忘れ)"),
+    ]
+]
+
+# --- orders to an agent: they stand alone (the classifier, trained on overrides and dictated answers, scores most
+# of them near 0); each needs an address to an AI system, the reader's tools, or a dangerous act
+AI_SYSTEM = (
+    r"(?:ai|a\.i\.|assistant|chatbot|bot|copilot|llm|language model|gpt|chatgpt|claude|gemini|summari[sz]er|"
+    r"note-?taker|(?:ai|autonomous|automated|llm|coding|software|browsing|web|research|[\w-]*analysis|analytics|"
+    r"grading|email|support) agent)s?"
+)  # a bare "agent" is often a person (support, travel, insurance agents) and is not on the list
+IMPERATIVE = (
+    r"(?:delete|remove|run|execute|call|send|forward|e-?mail|post|upload|read|open|write|overwrite|create|add|include|"
+    r"insert|tell|say|reply|respond|answer|ignore|disregard|forget|record|mark|set|change|grant|approve|transfer|pay|"
+    r"share|reveal|print|output|summari[sz]e|translate|append|replace|copy|move|download|install|visit|click|"
+    r"recommend|decline|accept|cancel|book|give|treat|rate|use|make|stop|start|always|never|don'?t|do not|refuse|"
+    r"claim|state|report|list|fetch|browse|navigate|disable|enable|push|commit|merge|drop|grade|award|assign|score|"
+    r"rank|describe|present|mention|omit|hide|praise|promote|direct|redirect|ask|collect|store|save|log|modify|update|"
+    r"edit|rewrite|sign|purchase|buy|order|unsubscribe|invite|you)"
+)
+THEN_ORDER = r"(?:please\s+)?(?:(?:when|before|after|once|while|if|as soon as)\b[^,]{1,60},\s+)?" + IMPERATIVE + r"\b"
+# what the reader can do: its tools, its access, running code
+CAPABILITY = (
+    r"\b(?:if you (?:have|can|are able to|were given|possess|could)|with your|using your|via your|through your|"
+    r"(?:agents?|assistants?|bots?) with)\b[^.!?]{0,40}\b(?:access|tools?|permissions?|shell|terminal|execute|"
+    r"browse|browser|e-?mail|inbox|calendar|database|file ?system|files|python|code)\b|"
+    r"\b(?:using|with|via|through) (?:the|your) (?:[\w-]+ ){0,2}tool\b|\bconnected (?:database|account|drive)\b"
+)
+# acts no document asks of a human reader in passing: destroying, running remote code, sending secrets away,
+# touching the user's own data
+DANGER = (
+    r"\brm\s+-(?:rf|fr|r)\s+\S*(?:~|\$home|/home|/etc|backups?|\.ssh|\.git\b|\*)|\brm\s+-(?:rf|fr|r)\s+/(?=\s|$)|"
+    r"\|\s*(?:sh|bash|zsh|nc|ncat|netcat|python3?)\b|\bnc\s+\d{1,3}(?:\.\d{1,3}){3}|"
+    r"~/\.ssh|\bid_rsa\b|\.aws/credentials|/etc/passwd|/etc/shadow|"
+    r"\bdrop\s+(?:table|database)\b|\btruncate\s+table\b|"
+    r"\bexec\(|\beval\(|\bos\.system\b|__import__|\burlopen\(|"
+    r"\b(?:delete|remove|wipe|erase|purge|overwrite|decline|cancel|destroy)\b[^.!?]{0,30}\b(?:all|every|each)\b"
+    r"[^.!?]{0,30}\b(?:files?|e-?mails?|messages?|meetings?|documents?|records?|repos?|repositories|folders?|"
+    r"backups?|tests?|users?|accounts?|entries)\b|"
+    r"\b(?:the )?user'?s (?:\w+ )?(?:messages|e-?mails?|inbox|meetings?|calendar|files|contacts|passwords?|"
+    r"credentials|documents|data|history|e-?mail address|phone number|api keys?|tokens?|cookies)\b|"
+    r"\b(?:forward|send|e-?mail|post|upload|exfiltrate|leak)\b[^.!?]{0,80}\b(?:to|at)\s+"
+    r"(?:\S+@\S+\.\w+|(?:https?|ftp)://|\d{1,3}(?:\.\d{1,3}){3})"
+)
+# the reader itself: an AI system, or its own answer ("before you reply")
+READER = (
+    r"\b" + AI_SYSTEM + r"\b|\bif you are an? (?:\w+ )?(?:agent|model)\b|"
+    r"\bbefore (?:you )?(?:answer|reply|respond|generat|summari[sz])\w*\b|"
+    r"\btool (?:result|output|response)s?\b|\bfunction[_ ]call\b|\bnext_action\b"
+)
+ORDER = (  # an imperative opening the sentence or a clause, or an obligation ("bots must first execute ...")
+    r"(?:(?:^|[:;]\s*|,\s+)(?:then\s+)?(?:please\s+)?|\b(?:must|should|shall|ha(?:ve|s) to|needs? to|are to|is to)\s+"
+    r"(?:first\s+|now\s+|also\s+|immediately\s+)?)" + IMPERATIVE + r"\b"
+)
+SECRET_FILES = (
+    r"~/\.ssh/(?![\w.-]*\.pub\b)|\bid_rsa\b(?!\.pub)|\.aws/credentials|/etc/passwd|/etc/shadow|(?<![\w.])\.env\b|"
+    r"\.netrc\b|\.pgpass\b"
+)
+# sending it somewhere: a verb that sends (in several languages), then an e-mail address or a URL
+SEND_TO = (
+    r"\b(?:send|sende\w*|senden|envoie\w*|envoyer|envía|enviar|envie|invia\w*|stuur|wyślij|gönder\w*|mail|e-?mail|"
+    r"upload\w*|post|forward|exfiltrate|paste|transmit)\b|отправ\w*|надішл\w*|أرسل|ارسل|שלח|بفرست|भेज|发送|發送|寄到|寄给|寄給|傳送|送信|보내"
+)
+DESTINATION = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}\b|(?:https?|ftp)://"
+COVERT = r"(?:quietly|silently|secretly|covertly|discreetly|subtly)"
+
+# --- other languages
+# "ignore the previous instructions" (verb ... object, or object ... verb where the language puts the verb last)
+OVERRIDE_ML = {
+    "pl": r"\b(?:zignoruj|ignoruj|pomiń|zapomnij)\w*\b[^.!?\n]{0,50}\b(?:polece\w*|instrukcj\w*|zasad\w*|wytyczn\w*)",
+    "cs": r"\b(?:ignoruj|ignorujte|zapomeň|zapomeňte)\b[^.!?\n]{0,50}\b(?:pokyn\w*|instrukc\w*|pravidl\w*)",
+    "tr": r"(?:talimat\w*|kural\w*|yönerge\w*)[^.!?\n]{0,40}(?:yok say|görmezden gel|unut|dikkate alma)",
+    "ar": r"(?:تجاهل|انس|لا تتبع)[^.!?\n]{0,50}(?:التعليمات|الأوامر|القواعد|الإرشادات)",
+    "hi": r"(?:निर्देश\w*|नियम\w*)[^.!?\n।]{0,50}(?:अनदेखा|नज़रअंदाज़|नजरअंदाज|भूल)",
+    "sv-da-no": r"\b(?:ignorera|glöm|strunta i|ignorer|glem|ignorér)\b[^.!?\n]{0,50}\b(?:instruk\w*|regl\w*|anvisning\w*)",
+    "ro": r"\b(?:ignoră|ignorați|uită|uitați)\b[^.!?\n]{0,50}\b(?:instrucțiuni\w*|instrucţiuni\w*|regul\w*|indicați\w*)",
+    "el": r"(?:αγνόησε|αγνοήστε|ξέχασε|ξεχάστε)[^.!?\n]{0,50}(?:οδηγίες|κανόνες|εντολές)",
+    "uk": r"(?:ігноруй|ігноруйте|забудь)\w*[^.!?\n]{0,50}(?:інструкц\w*|вказівк\w*|правил\w*)",
+    "he": r"(?:התעלם|התעלמי|התעלמו|שכח)[^.!?\n]{0,50}(?:הוראות|ההוראות|הכללים|ההנחיות)",
+    "fa": r"(?:دستورالعمل|دستورات|قوانین|راهنمایی)[^.!?\n]{0,50}(?:نادیده بگیر|فراموش کن)",
+    "id-ms": r"\b(?:abaikan|lupakan|acuhkan)\b[^.!?\n]{0,50}\b(?:instruksi|perintah|aturan|petunjuk|arahan)",
+    "vi": r"\b(?:bỏ qua|quên|phớt lờ)\b[^.!?\n]{0,50}\b(?:hướng dẫn|chỉ dẫn|lệnh|quy tắc)",
+    "ko": r"(?:지시|명령|규칙|지침)[^.!?\n]{0,20}(?:무시|잊어)",
+    "hu": r"\b(?:hagyd figyelmen kívül|hagyja figyelmen kívül|felejtsd el)\b[^.!?\n]{0,50}\b(?:utasítás\w*|szabály\w*)",
+    "fi": r"\b(?:ohita|unohda|jätä huomiotta)\b[^.!?\n]{0,50}\b(?:ohje\w*|sääntö\w*|käsky\w*)",
+    "sw": r"\b(?:puuza|sahau)\b[^.!?\n]{0,50}\b(?:maagizo|maelekezo|sheria)",
+    "bn": r"(?:নির্দেশ\w*|নিয়ম\w*)[^.!?\n।]{0,50}(?:উপেক্ষা|ভুলে)|(?:উপেক্ষা)[^.!?\n।]{0,30}(?:নির্দেশ\w*)",
+    "th": r"(?:คำสั่ง|กฎ)[^.!?\n]{0,30}(?:เพิกเฉย|ไม่ต้องสนใจ|ลืม)",
+}
+# "if you are an AI / a language model / an assistant"
+IF_AI_ML = (
+    r"\bsi (?:vous êtes|tu es) (?:une? )?(?:ia|intelligence artificielle|assistant|modèle|chatbot|robot)\b|"
+    r"\bwenn (?:du|sie) (?:eine? )?(?:ki|sprachmodell|assistent|chatbot|bot)\b[^.!?\n]{0,20}\b(?:bist|sind)\b|"
+    r"\bsi (?:eres|usted es) (?:una? )?(?:ia|inteligencia artificial|asistente|modelo)\b|"
+    r"\bse (?:você é|voce e|for|és) (?:uma? )?(?:ia|inteligência artificial|assistente|modelo)\b|"
+    r"\bse (?:sei|è) (?:un'?|una )?(?:ia|intelligenza artificiale|assistente|modello)\b|"
+    r"\bals (?:je|u) (?:een )?(?:ai|ki|taalmodel|assistent|chatbot)\b|"
+    r"\bjeśli (?:jesteś|pan jest) (?:\w+ )?(?:ai|si|asystent\w*|model\w*|sztuczn\w*)\b|"
+    r"если (?:ты|вы) (?:\w+ )?(?:ии|языков\w* модел\w*|ассистент\w*|нейросет\w*|бот\w*|искусственн\w*)|"
+    r"якщо (?:ти|ви) (?:\w+ )?(?:ші|мовн\w* модел\w*|асистент\w*|бот\w*|штучн\w*)|"
+    r"\beğer (?:bir )?(?:yapay zek\w*|asistan\w*|dil model\w*)|(?:yapay zek\w*|asistan\w*|dil model\w*)\s*(?:isen|iseniz|san|sen)\b|"
+    r"إذا كنت (?:\w+ )?(?:ذكاء اصطناعي|مساعد\w*|نموذج\w*)|"
+    r"如果你是(?:一个)?(?:人工智能|ai|助手|语言模型|机器人|模型)|もし(?:あなたが)?(?:ai|人工知能|アシスタント|言語モデル)|"
+    r"(?:ai|인공지능|어시스턴트|언어 모델)(?:이|라)면"
+)
+# "from now on you are ..." and a fake system-prompt header
+ROLE_ML = (
+    r"\bod teraz jesteś|\bod teď jsi|\bartık sen\b|من الآن فصاعد[اً]? أنت|أنت الآن|अब से (?:तुम|आप)|"
+    r"지금부터 (?:너는|당신은)|이제부터 (?:너는|당신은)|今から(?:あなた|君)は|これから(?:あなた|君)は|从现在起你|從現在起你|"
+    r"从今以后你|從今以後你|\btừ (?:bây giờ|nay) bạn (?:là|sẽ)|\bmulai sekarang (?:kamu|anda)\b|από τώρα (?:είσαι|θα)|"
+    r"відтепер (?:ти|ви)|\bfrån och med nu är du\b|از این به بعد (?:تو|شما)|מעכשיו (?:אתה|את)|מעתה (?:אתה|את)|"
+    r"\bde acum (?:ești|înainte)|\bmostantól (?:te|ön)\b|\btästä lähtien olet\b|\bkuanzia sasa wewe\b"
+)
+SYSTEM_HEADER_ML = (
+    r"^\W{0,3}(?:系统提示|系統提示|系统消息|系統訊息|システムプロンプト|システムメッセージ|시스템 프롬프트|시스템 메시지|"
+    r"системн\w* (?:промпт|подсказк\w*|сообщени\w*|инструкц\w*)|prompt (?:système|sistema|di sistema|systemowy)|"
+    r"mensaje del sistema|message système|messaggio di sistema|systemnachricht|systeembericht|komunikat systemowy|"
+    r"sistem (?:mesajı|istemi)|رسالة النظام|הודעת מערכת|सिस्टम संदेश|सिस्टम प्रॉम्प्ट)\s*[:：]"
+)
+ASSISTANT_ML = (
+    r"(?:(?:ai|ki|ia)-?)?(?:assistant\w*|asistent\w*|assistent\w*|asystent\w*|asistan\w*|ассистент\w*|асистент\w*|"
+    r"помощник\w*|помічник\w*|βοηθ\w*|المساعد|مساعد|העוזר|עוזר|دستیار|सहायक|সহকারী|trợ lý|asisten|msaidizi|"
+    r"avustaja\w*|asszisztens\w*|chatbot\w*|בוט|לבוט|ربات|روبوت)"
+)
+ASSISTANT_CJK = r"(?:助手|助理|机器人|機器人|アシスタント|ボット|어시스턴트|챗봇|人工智能|人工知能|인공지능|系统|系統|システム|시스템)"
+AI_ML = (
+    r"(?:ai|a\.i\.|ia|ki|ии|ші|yapay zek\w*|sztuczn\w* inteligencj\w*|inteligencia artificial|intelligence "
+    r"artificielle|künstliche intelligenz|intelligenza artificiale|kunstmatige intelligentie|umělá inteligence|"
+    r"الذكاء الاصطناعي|הבינה המלאכותית|هوش مصنوعی|एआई|এআই|tekoäly\w*|mesterséges intelligencia|sprachmodell\w*)"
+)
+# the words that address a note to someone: to, for, note, dear ... in the same languages
+ADDRESS_ML = (
+    r"(?:to|for|note|dear|dla|do|uwaga|drog\w+|für|an|hinweis|lieb\w+|pour|à|cher|chère|para|nota|querid\w+|per|"
+    r"car\w|voor|aan|beste|till|för|kära|til|kjære|kære|için|not|sevgili|إلى|ملاحظة|عزيزي|के लिए|प्रिय|निर्देश|"
+    r"для|к|примечание|уважаем\w*|дорог\w*|pro|pentru|προς|για|σημείωση|אל|הערה|برای|به|توجه|untuk|kepada|"
+    r"catatan|cho|gửi|lưu ý)"
+)
+ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "AIアシスタントへ：..."
+    r"^(?:(?:[^:.!?\n،]{0,50}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])|"
+    r"(?=[^:.!?\n،]{0,80}(?<!\w)" + ADDRESS_ML + r"(?!\w))[^:.!?\n،]{0,50}?(?<!\w)" + AI_ML + r"(?![\w-]))"
+    r"[^:.!?\n]{0,30}?[:：]|"
+    r"[^:.!?\n,،]{0,20}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])[^:.!?\n,،]{0,15}?[,،]|"
+    r"[^:：。！？\n]{0,20}?" + ASSISTANT_CJK + r"[^:：。！？\n]{0,12}?[:：])\s*\S"
+)
+
+_RULES += [
+    (name, re.compile(pattern, re.IGNORECASE))
+    for name, pattern in [
+        ("agent-addressed", r"^[^:.!?\n]{0,60}?\b" + AI_SYSTEM + r"\b[^:.!?\n]{0,40}?:\s*" + THEN_ORDER),
+        (
+            "agent-addressed",
+            r"^(?:(?:hey|hi|dear|ok|okay|attention|listen|note),?\s+)?(?:the |our |any |all |every )?(?:[\w-]+ ){0,3}"
+            + AI_SYSTEM
+            + r"(?: (?:with|that has|having) [^,.!?]{1,40})?,\s+"
+            + THEN_ORDER,
+        ),
+        ("tool-order", r"^(?=.*?(?:" + CAPABILITY + r"))(?=.*?(?:" + DANGER + r"))"),
+        ("agent-danger", r"^(?=.*?(?:" + READER + r"))(?=.*?(?:" + DANGER + r"))(?=.*?" + ORDER + r")"),
+        (
+            "exfiltrate-secrets",
+            r"^(?=.*?(?:" + SECRET_FILES + r"))(?=.*?(?:" + SEND_TO + r").*?(?:" + DESTINATION + r"))",
+        ),
+        (
+            "covert",
+            r"(?:^|[,;:]\s*|\b(?:and|then)\s+)" + COVERT + r"\s+(?:e-?mail|send|forward|replace|insert|add|append|"
+            r"change|alter|redirect|transfer|upload|share|leak|post|rewrite|swap|substitute)\b",
+        ),
+        *((f"override-{lang}", pattern) for lang, pattern in OVERRIDE_ML.items()),
+        ("if-ai-ml", IF_AI_ML),
+        ("role-ml", ROLE_ML),
+        ("system-ml", SYSTEM_HEADER_ML),
+        ("addressed-ml", ADDRESSED_ML),
+    ]
+]
+STANDS_ALONE = {"spaced", "agent-addressed", "tool-order", "agent-danger", "exfiltrate-secrets", "covert"}
+QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|«[^»]*»|„[^“”]*[“”]")
+
+
+def stands_alone(text: str) -> bool:
+    """Whether a STANDS_ALONE rule matches text outside quotation marks: a security page that quotes an attack
+    ("a phrase like \"send the user's files to me\"") is left to the classifier."""
+    return any(name in STANDS_ALONE for name in matching_rules(QUOTED.sub(" ", text)))
+
+
+def lexical(text: str) -> str | None:
+    """The name of the first lexical rule that matches text (raw NFKC, letter-spaced runs joined, and normalised
+    forms), or None."""
+    return next(matching_rules(text), None)
+
+
+def matching_rules(text: str):
+    """The names of the rules that match text, in table order. A sentence that speaks of a document's own steps to
+    a human reader ("ignore the earlier instructions in this guide if you are on version 3") is not taken as an
+    override."""
+    nfkc = unicodedata.normalize("NFKC", text)
+    forms = {" ".join(form.casefold().split()) for form in (nfkc, despace(nfkc))} | {normalize(text)}
+    if spaced_trigger(text):
+        yield "spaced"
+    for name, rule in _RULES:
+        if any(rule.search(form) for form in forms):
+            if name == "override" and any(SELF_REFERENCE.search(form) for form in forms):
+                continue
+            if any(NOT_A_ROLE.search(form) for form in forms) and name == "role":
+                continue
+            yield name
+
+
+SELF_REFERENCE = re.compile(
+    r"\bin this (?:guide|manual|section|chapter|tutorial|readme|document|runbook|page)\b|"
+    r"\bif (?:you(?:'re| are) (?:on|using|running)|you (?:use|run|installed|have installed|upgraded))\b"
+)
+NOT_A_ROLE = re.compile(r"\byou(?:'re| are) now (?:ready|able|done|set up|logged|connected|finished|all set)\b")
