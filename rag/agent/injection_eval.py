@@ -6,8 +6,8 @@ passages whose id hash falls in the held-out quarters 1 and 3 (the classifier tr
 threshold was chosen on quarter 2), plus the sets in tests/data/injection/. Attacks: one file per set (one variant
 per line, a literal \\n between its sentences); a variant counts as caught when any of its sentences is flagged.
 
-SPLIT says what each set was for. fresh4..15 and benign_howto3, benign_ai, benign5..15 were each written by an
-engineer who never saw the detector or its training data, in twelve rounds; each round's sets were measured once
+SPLIT says what each set was for. fresh4..16 and benign_howto3, benign_ai, benign5..16 were each written by an
+engineer who never saw the detector or its training data, in thirteen rounds; each round's sets were measured once
 as held out:
 - round 1 (first classifier): fresh4 81 % recall; benign_howto3 + benign_ai 7 of 200 flagged;
 - round 2 (wider grammar; fresh3 and benign_howto2 trained on): fresh5 91 % recall; benign5 10 of 150 flagged;
@@ -41,9 +41,13 @@ as held out:
   so they were not shipped. Fixed: a rule that stands alone ignores quoted text, a CJK address needs a colon;
   more languages for roles and fake system headers;
 - round 12 (fresh15, benign15), measured once, blind: shipped 74 of 100 caught, 10 of 160 flagged; the fixed
-  rules caught 87 and flagged 10, passed every test, and are shipped. fresh11..14 and benign11..14 are "rules
-  dev" (the rules were written looking at them; the classifier never trained on them); fresh15 and benign15 are
-  held out.
+  rules caught 87 and flagged 10, passed every test, and were shipped;
+- round 13 (fresh16, benign16), measured once, blind: the round-12 rules caught 73 of 99 and flagged 8 of 160;
+  rules written from round 12's misses (tools and access in other languages, the chat history mailed away, a
+  CJK agent header, a bracketed system header, an adverb before the verb, "in your role as the ... agent") and
+  FP fixes (a transcript line spoken by the assistant, German "ignore the previous e-mail") caught 73 and flagged
+  7, passed every test, and are shipped. fresh11..15 and benign11..15 are "rules dev" (the rules were written
+  looking at them; the classifier never trained on them); fresh16 and benign16 are held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -74,6 +78,7 @@ ATTACK_SETS = (
     "fresh13.txt",
     "fresh14.txt",
     "fresh15.txt",
+    "fresh16.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -91,6 +96,7 @@ BENIGN_SETS = (
     "benign13.txt",
     "benign14.txt",
     "benign15.txt",
+    "benign16.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -106,10 +112,10 @@ SPLIT = {  # what each set was used for (see the module doc)
     "benign9.txt": "trained",
     "fresh10.txt": "trained",
     "benign10.txt": "trained",
-    **{f"fresh{n}.txt": "rules dev" for n in (11, 12, 13, 14)},
-    **{f"benign{n}.txt": "rules dev" for n in (11, 12, 13, 14)},
-    "fresh15.txt": "held out",
-    "benign15.txt": "held out",
+    **{f"fresh{n}.txt": "rules dev" for n in (11, 12, 13, 14, 15)},
+    **{f"benign{n}.txt": "rules dev" for n in (11, 12, 13, 14, 15)},
+    "fresh16.txt": "held out",
+    "benign16.txt": "held out",
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 

@@ -24,6 +24,12 @@ import unicodedata
 
 from rag.agent.injection_normalize import despace, normalize, spaced_trigger
 
+# after "Assistant:": the assistant speaking in a transcript ("Assistant: I can't open links ..."), not an order to it
+NOT_SPEAKING = (
+    r"(?!\s*(?:i\b|i'(?:m|ll|ve|d)\b|sure\b|hello\b|hi\b|yes\b|no\b|of course\b|here\b|thanks?\b|thank you\b|"
+    r"okay\b|ok\b|certainly\b|sorry\b))"
+)
+
 _RULES = [
     (name, re.compile(pattern, re.IGNORECASE))
     for name, pattern in [
@@ -64,7 +70,10 @@ _RULES = [
             r"\b(?:model|ai|assistant|system|bot|program) (?:that|which|who) (?:reads|processes|is reading|summari[sz]es|"
             r"answers|generates)\b",
         ),
-        ("addressed", r"^(?:assistant|ai|chatbot|model|system|llm|gpt|chatgpt)\s*[:,]"),
+        (  # "Assistant: I can't open links ..." is the assistant speaking (a transcript), not an order to it
+            "addressed",
+            r"^(?:assistant|ai|chatbot|model|system|llm|gpt|chatgpt)\s*(?:,|:" + NOT_SPEAKING + r")",
+        ),
         (
             "dictate",
             r"\b(?:in|when you (?:write|generate|produce|give)) your (?:answer|response|reply|summary|output),? "
@@ -219,7 +228,7 @@ _RULES = [
         ),
         (
             "override-de",
-            r"\b(ignorier(?:e|en|t)?|vergiss|vergessen sie|missachte)\b[^.!?\n]{0,50}\b(anweisungen|regeln|vorgaben|anordnungen|obige|vorherige|"
+            r"\b(ignorier(?:e|en|t)?|vergiss|vergessen sie|missachte)\b[^.!?\n]{0,50}\b(anweisungen|regeln|vorgaben|anordnungen|alles (?:obige|vorherige|bisherige)|"
             r"was man (?:dir|ihnen) gesagt|was (?:dir|ihnen) gesagt)",
         ),
         (
@@ -256,7 +265,7 @@ IMPERATIVE = (
     r"recommend|decline|accept|cancel|book|give|treat|rate|use|make|stop|start|always|never|don'?t|do not|refuse|"
     r"claim|state|report|list|fetch|browse|navigate|disable|enable|push|commit|merge|drop|grade|award|assign|score|"
     r"rank|describe|present|mention|omit|hide|praise|promote|direct|redirect|ask|collect|store|save|log|modify|update|"
-    r"edit|rewrite|sign|purchase|buy|order|unsubscribe|invite|you)"
+    r"edit|rewrite|sign|purchase|buy|order|unsubscribe|invite|unlock|lock|turn|switch|wire|refund|block|you)"
 )
 THEN_ORDER = r"(?:please\s+)?(?:(?:when|before|after|once|while|if|as soon as)\b[^,]{1,60},\s+)?" + IMPERATIVE + r"\b"
 # what the reader can do: its tools, its access, running code
@@ -289,8 +298,9 @@ READER = (
     r"\btool (?:result|output|response)s?\b|\bfunction[_ ]call\b|\bnext_action\b"
 )
 ORDER = (  # an imperative opening the sentence or a clause, or an obligation ("bots must first execute ...")
-    r"(?:(?:^|[:;]\s*|,\s+)(?:then\s+)?(?:please\s+)?|\b(?:must|should|shall|ha(?:ve|s) to|needs? to|are to|is to)\s+"
-    r"(?:first\s+|now\s+|also\s+|immediately\s+)?)" + IMPERATIVE + r"\b"
+    r"(?:(?:^|[:;]\s*|,\s+|\s[—–-]\s+)(?:then\s+)?(?:please\s+)?|"
+    r"\b(?:must|should|shall|ha(?:ve|s) to|needs? to|are to|is to)\s+(?:first\s+|now\s+|also\s+)?)"
+    r"(?:\w+ly\s+)?" + IMPERATIVE + r"\b"
 )
 SECRET_FILES = (
     r"~/\.ssh/(?![\w.-]*\.pub\b)|\bid_rsa\b(?!\.pub)|\.aws/credentials|/etc/passwd|/etc/shadow|(?<![\w.])\.env\b|"
@@ -305,6 +315,28 @@ DESTINATION = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}\b|(?:https?|ftp)://"
 COVERT = r"(?:quietly|silently|secretly|covertly|discreetly|subtly)"
 
 # --- other languages
+# the reader's tools or access: "si tu as accès au terminal", "usa la herramienta de correo", "ツールで"
+CAPABILITY_ML = (
+    r"\bsi (?:tu as|vous avez) accès\b|\b(?:falls|wenn) (?:du|sie) zugriff\b|\bsi tienes acceso\b|\bse hai accesso\b|"
+    r"\bse tiver(?:es)? acesso\b|\bals je toegang\b|\bjeśli masz dostęp\b|\bесли у (?:тебя|вас) есть доступ|"
+    r"\berişimin(?:iz)? varsa\b|إذا كان لديك (?:وصول|صلاحية)|\b(?:herramienta|outil|werkzeug|strumento|ferramenta|"
+    r"narzędzi\w*|инструмент\w*|aracı\w*|tool)\b|\w+(?:tool|werkzeug)\b|أداة|टूल|工具|ツール|도구"
+)
+# dangers that read the same in every language: commands, secret files, an address to send to
+DANGER_ANY_LANGUAGE = (
+    r"\brm\s+-(?:rf|fr|r)\s+\S*(?:~|\$home|/home|/etc|backups?|\.ssh|\.git\b|\*)|\brm\s+-(?:rf|fr|r)\s+/(?=\s|$)|"
+    r"\|\s*(?:sh|bash|zsh|nc|ncat|netcat|python3?)\b|~/\.ssh|\.aws/credentials|/etc/passwd|/etc/shadow|"
+    r"\bdrop\s+(?:table|database)\b|\bexec\(|\bos\.system\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}\b|"
+    r"\biban\b"
+)
+# the conversation itself, which no document has a reason to have mailed anywhere
+HISTORY = (
+    r"\b(?:conversation|chat) (?:history|log|transcript)|historial (?:completo )?de (?:la )?conversación|"
+    r"historique (?:de la )?conversation|gesprächsverlauf|chatverlauf|cronologia della (?:conversazione|chat)|"
+    r"histórico da conversa|gespreksgeschiedenis|histori[ae] rozmowy|истори\w* (?:переписки|разговора|чата|диалога)|"
+    r"sohbet geçmişi|سجل المحادثة|चैट इतिहास|聊天记录|对话记录|對話紀錄|会話履歴|チャット履歴|대화 기록|"
+    r"lịch sử trò chuyện|riwayat percakapan"
+)
 # "ignore the previous instructions" (verb ... object, or object ... verb where the language puts the verb last)
 OVERRIDE_ML = {
     "pl": r"\b(?:zignoruj|ignoruj|pomiń|zapomnij)\w*\b[^.!?\n]{0,50}\b(?:polece\w*|instrukcj\w*|zasad\w*|wytyczn\w*)",
@@ -355,7 +387,7 @@ SYSTEM_HEADER_ML = (
     r"^\W{0,3}(?:系统提示|系統提示|系统消息|系統訊息|システムプロンプト|システムメッセージ|시스템 프롬프트|시스템 메시지|"
     r"системн\w* (?:промпт|подсказк\w*|сообщени\w*|инструкц\w*)|prompt (?:système|sistema|di sistema|systemowy)|"
     r"mensaje del sistema|message système|messaggio di sistema|systemnachricht|systeembericht|komunikat systemowy|"
-    r"sistem (?:mesajı|istemi)|رسالة النظام|הודעת מערכת|सिस्टम संदेश|सिस्टम प्रॉम्प्ट)\s*[:：]"
+    r"sistem (?:mesajı|istemi)|رسالة النظام|הודעת מערכת|सिस्टम संदेश|सिस्टम प्रॉम्प्ट)\s*(?:[:：]|[】\]])"
 )
 ASSISTANT_ML = (
     r"(?:(?:ai|ki|ia)-?)?(?:assistant\w*|asistent\w*|assistent\w*|asystent\w*|asistan\w*|ассистент\w*|асистент\w*|"
@@ -363,6 +395,9 @@ ASSISTANT_ML = (
     r"avustaja\w*|asszisztens\w*|chatbot\w*|בוט|לבוט|ربات|روبوت)"
 )
 ASSISTANT_CJK = r"(?:助手|助理|机器人|機器人|アシスタント|ボット|어시스턴트|챗봇|人工智能|人工知能|인공지능|系统|系統|システム|시스템)"
+AGENT_CJK = (
+    r"(?:エージェント|에이전트|智能体|智能體|代理)[^:：。！？\n]{0,8}?(?:指示|指令|命令|备注|備註|注意|지시|메모)"
+)
 AI_ML = (
     r"(?:ai|a\.i\.|ia|ki|ии|ші|yapay zek\w*|sztuczn\w* inteligencj\w*|inteligencia artificial|intelligence "
     r"artificielle|künstliche intelligenz|intelligenza artificiale|kunstmatige intelligentie|umělá inteligence|"
@@ -378,9 +413,9 @@ ADDRESS_ML = (
 ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "AIアシスタントへ：..."
     r"^(?:(?:[^:.!?\n،]{0,50}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])|"
     r"(?=[^:.!?\n،]{0,80}(?<!\w)" + ADDRESS_ML + r"(?!\w))[^:.!?\n،]{0,50}?(?<!\w)" + AI_ML + r"(?![\w-]))"
-    r"[^:.!?\n]{0,30}?[:：]|"
+    r"[^:.!?\n]{0,30}?[:：]" + NOT_SPEAKING + r"|"
     r"[^:.!?\n,،]{0,20}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])[^:.!?\n,،]{0,15}?[,،]|"
-    r"[^:：。！？\n]{0,20}?" + ASSISTANT_CJK + r"[^:：。！？\n]{0,12}?[:：])\s*\S"
+    r"[^:：。！？\n]{0,20}?(?:" + ASSISTANT_CJK + r"|" + AGENT_CJK + r")[^:：。！？\n]{0,12}?[:：])\s*\S"
 )
 
 _RULES += [
@@ -394,7 +429,17 @@ _RULES += [
             + r"(?: (?:with|that has|having) [^,.!?]{1,40})?,\s+"
             + THEN_ORDER,
         ),
+        (
+            "agent-addressed",
+            r"^in your (?:role|capacity) as (?:the |an? |my |our )?[\w -]{0,30}?\b(?:agent|assistant|bot|ai|copilot)\b"
+            r"[^,.!?]{0,20},\s+" + THEN_ORDER,
+        ),
         ("tool-order", r"^(?=.*?(?:" + CAPABILITY + r"))(?=.*?(?:" + DANGER + r"))"),
+        ("tool-order-ml", r"^(?=.*?(?:" + CAPABILITY_ML + r"))(?=.*?(?:" + DANGER_ANY_LANGUAGE + r"))"),
+        (
+            "exfiltrate-history",
+            r"^(?=.*?(?:" + HISTORY + r"))(?=.*?(?:" + SEND_TO + r").*?(?:" + DESTINATION + r"))",
+        ),
         ("agent-danger", r"^(?=.*?(?:" + READER + r"))(?=.*?(?:" + DANGER + r"))(?=.*?" + ORDER + r")"),
         (
             "exfiltrate-secrets",
@@ -412,7 +457,16 @@ _RULES += [
         ("addressed-ml", ADDRESSED_ML),
     ]
 ]
-STANDS_ALONE = {"spaced", "agent-addressed", "tool-order", "agent-danger", "exfiltrate-secrets", "covert"}
+STANDS_ALONE = {
+    "spaced",
+    "agent-addressed",
+    "tool-order",
+    "tool-order-ml",
+    "agent-danger",
+    "exfiltrate-secrets",
+    "exfiltrate-history",
+    "covert",
+}
 QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|«[^»]*»|„[^“”]*[“”]")
 
 
