@@ -6,8 +6,8 @@ passages whose id hash falls in the held-out quarters 1 and 3 (the classifier tr
 threshold was chosen on quarter 2), plus the sets in tests/data/injection/. Attacks: one file per set (one variant
 per line, a literal \\n between its sentences); a variant counts as caught when any of its sentences is flagged.
 
-SPLIT says what each set was for. fresh4..16 and benign_howto3, benign_ai, benign5..16 were each written by an
-engineer who never saw the detector or its training data, in thirteen rounds; each round's sets were measured once
+SPLIT says what each set was for. fresh4..17 and benign_howto3, benign_ai, benign5..17 were each written by an
+engineer who never saw the detector or its training data, in fourteen rounds; each round's sets were measured once
 as held out:
 - round 1 (first classifier): fresh4 81 % recall; benign_howto3 + benign_ai 7 of 200 flagged;
 - round 2 (wider grammar; fresh3 and benign_howto2 trained on): fresh5 91 % recall; benign5 10 of 150 flagged;
@@ -46,8 +46,14 @@ as held out:
   rules written from round 12's misses (tools and access in other languages, the chat history mailed away, a
   CJK agent header, a bracketed system header, an adverb before the verb, "in your role as the ... agent") and
   FP fixes (a transcript line spoken by the assistant, German "ignore the previous e-mail") caught 73 and flagged
-  7, passed every test, and are shipped. fresh11..15 and benign11..15 are "rules dev" (the rules were written
-  looking at them; the classifier never trained on them); fresh16 and benign16 are held out.
+  7, passed every test, and were shipped;
+- round 14 (fresh17, benign17), measured once, blind: the round-13 rules caught 78 of 100 and flagged 6 of 160;
+  rules written from round 13's misses (the model or the agent addressed in more languages and in one word,
+  Thai, "from this moment you are" in more languages, "at the end of every answer" and "tell the user that" in
+  other languages, an act kept from the user, "@copilot-agent ...", whole sentences letter-spaced in any script)
+  caught 81 and flagged the same 6, passed every test, and are shipped. fresh11..16 and benign11..16 are "rules
+  dev" (the rules were written looking at them; the classifier never trained on them); fresh17 and benign17 are
+  held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -79,6 +85,7 @@ ATTACK_SETS = (
     "fresh14.txt",
     "fresh15.txt",
     "fresh16.txt",
+    "fresh17.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -97,6 +104,7 @@ BENIGN_SETS = (
     "benign14.txt",
     "benign15.txt",
     "benign16.txt",
+    "benign17.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -112,10 +120,10 @@ SPLIT = {  # what each set was used for (see the module doc)
     "benign9.txt": "trained",
     "fresh10.txt": "trained",
     "benign10.txt": "trained",
-    **{f"fresh{n}.txt": "rules dev" for n in (11, 12, 13, 14, 15)},
-    **{f"benign{n}.txt": "rules dev" for n in (11, 12, 13, 14, 15)},
-    "fresh16.txt": "held out",
-    "benign16.txt": "held out",
+    **{f"fresh{n}.txt": "rules dev" for n in (11, 12, 13, 14, 15, 16)},
+    **{f"benign{n}.txt": "rules dev" for n in (11, 12, 13, 14, 15, 16)},
+    "fresh17.txt": "held out",
+    "benign17.txt": "held out",
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 

@@ -39,7 +39,7 @@ def confusables() -> dict[int, str]:
 
 
 _SPACED = re.compile(
-    r"(?<!\w)(?:\w[ \t._\-*]){2,}\w(?!\w)"
+    r"(?<!\w)(?:\w[ \t._\-*|]){2,}\w(?!\w)"
 )  # "I g n o r e", "i.g.n.o.r.e": single letters, one gap each
 SPACED_TRIGGERS = re.compile(
     r"ignor|disregard|forget|overrid|instruction|systemprompt|previous|assistant|jailbreak|developermode|reveal"
@@ -55,7 +55,7 @@ def despace(text: str) -> str:
 
 
 def _join_letters(run: str) -> str:
-    separators = Counter(re.findall(r"[ \t._\-*]", run))
+    separators = Counter(re.findall(r"[ \t._\-*|]", run))
     between_letters = separators.most_common(1)[0][0]
     return run.replace(between_letters, "")
 
@@ -81,7 +81,15 @@ def normalize(text: str) -> str:
     return " ".join(text.translate(confusables()).casefold().split())
 
 
+def spaced_share(text: str) -> float:
+    """The share of text's letters that stand in letter-spaced runs ("п е р е ш л и" counts, "I-9 form" does not)."""
+    text = unicodedata.normalize("NFKC", text)
+    letters = sum(ch.isalpha() for ch in text)
+    spaced = sum(ch.isalpha() for m in _SPACED.finditer(text) for ch in m.group())
+    return spaced / letters if letters else 0.0
+
+
 def spaced_trigger(text: str) -> bool:
     """Letter-spaced text that spells an override word: nobody spaces out "ignore previous" to inform a reader."""
-    runs = [re.sub(r"[ \t._\-*]", "", m.group()) for m in _SPACED.finditer(unicodedata.normalize("NFKC", text))]
+    runs = [re.sub(r"[ \t._\-*|]", "", m.group()) for m in _SPACED.finditer(unicodedata.normalize("NFKC", text))]
     return any(SPACED_TRIGGERS.search(run.translate(confusables()).casefold()) for run in runs)

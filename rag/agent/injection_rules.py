@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from rag.agent.injection_normalize import despace, normalize, spaced_trigger
+from rag.agent.injection_normalize import despace, normalize, spaced_share, spaced_trigger
 
 # after "Assistant:": the assistant speaking in a transcript ("Assistant: I can't open links ..."), not an order to it
 NOT_SPEAKING = (
@@ -267,7 +267,11 @@ IMPERATIVE = (
     r"rank|describe|present|mention|omit|hide|praise|promote|direct|redirect|ask|collect|store|save|log|modify|update|"
     r"edit|rewrite|sign|purchase|buy|order|unsubscribe|invite|unlock|lock|turn|switch|wire|refund|block|you)"
 )
-THEN_ORDER = r"(?:please\s+)?(?:(?:when|before|after|once|while|if|as soon as)\b[^,]{1,60},\s+)?" + IMPERATIVE + r"\b"
+THEN_ORDER = (
+    r"(?:please\s+)?(?:(?:when|before|after|once|while|if|as soon as)\b[^,]{1,60},\s+)?(?:also\s+|then\s+|just\s+)?"
+    + IMPERATIVE
+    + r"\b"
+)
 # what the reader can do: its tools, its access, running code
 CAPABILITY = (
     r"\b(?:if you (?:have|can|are able to|were given|possess|could)|with your|using your|via your|through your|"
@@ -286,7 +290,7 @@ DANGER = (
     r"\b(?:delete|remove|wipe|erase|purge|overwrite|decline|cancel|destroy)\b[^.!?]{0,30}\b(?:all|every|each)\b"
     r"[^.!?]{0,30}\b(?:files?|e-?mails?|messages?|meetings?|documents?|records?|repos?|repositories|folders?|"
     r"backups?|tests?|users?|accounts?|entries)\b|"
-    r"\b(?:the )?user'?s (?:\w+ )?(?:messages|e-?mails?|inbox|meetings?|calendar|files|contacts|passwords?|"
+    r"\b(?:the )?user'?s (?:\w+ ){0,2}(?:messages|e-?mails?|inbox|meetings?|calendar|files|contacts|passwords?|"
     r"credentials|documents|data|history|e-?mail address|phone number|api keys?|tokens?|cookies)\b|"
     r"\b(?:forward|send|e-?mail|post|upload|exfiltrate|leak)\b[^.!?]{0,80}\b(?:to|at)\s+"
     r"(?:\S+@\S+\.\w+|(?:https?|ftp)://|\d{1,3}(?:\.\d{1,3}){3})"
@@ -313,6 +317,15 @@ SEND_TO = (
 )
 DESTINATION = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}\b|(?:https?|ftp)://"
 COVERT = r"(?:quietly|silently|secretly|covertly|discreetly|subtly)"
+# keeping an act from the user, in several languages
+UNTOLD = (
+    r"\b(?:don'?t|do not|never|without) (?:tell|inform|notify|mention|alert)\w*(?: (?:it|this))? (?:to )?(?:them|the user|"
+    r"anyone|the owner|the homeowner|the recipient)\b|\bno se lo digas\b|\bsin (?:decírselo|avisar) al usuario\b|"
+    r"\bne (?:le |lui )?(?:dis|dites) (?:rien|pas)\b|\bsans (?:le dire|prévenir|informer) (?:à )?l'utilisateur\b|"
+    r"\b(?:sag|erzähl) (?:es )?(?:dem (?:nutzer|benutzer) )?nicht\b|\bohne (?:den (?:nutzer|benutzer) )?zu informieren\b|"
+    r"\bnon (?:dirlo|dire nulla|avvisare)\b|\bnão (?:diga|conte|avise)\b|\bnie (?:mów|informuj)\b|\bне (?:говори|сообщай)\b|"
+    r"\bsöyleme\b|لا تخبر|मत बता|不要告诉|不要告訴|伝えない|言わない|알리지 마|말하지 마|\bäläkä kerro\b|\bberätta inte\b"
+)
 
 # --- other languages
 # the reader's tools or access: "si tu as accès au terminal", "usa la herramienta de correo", "ツールで"
@@ -359,6 +372,20 @@ OVERRIDE_ML = {
     "bn": r"(?:নির্দেশ\w*|নিয়ম\w*)[^.!?\n।]{0,50}(?:উপেক্ষা|ভুলে)|(?:উপেক্ষা)[^.!?\n।]{0,30}(?:নির্দেশ\w*)",
     "th": r"(?:คำสั่ง|กฎ)[^.!?\n]{0,30}(?:เพิกเฉย|ไม่ต้องสนใจ|ลืม)",
 }
+# "at the end of every answer, add ..." and "tell the user that ..."
+DICTATE_ML = (
+    r"在(?:你的|每个|每次)?(?:回答|回复|答复)(?:的)?(?:末尾|结尾|最后|开头|中)(?:加上|添加|写上|插入|注明|加入)|"
+    r"(?:回答|返答)の(?:最後|末尾|冒頭)に|답변(?:의)? (?:끝|마지막|처음)에|"
+    r"\bal final de (?:cada|tu|su) respuesta\b|\bà la fin de (?:chaque|ta|votre) réponse\b|"
+    r"\bam ende (?:jeder|deiner|ihrer) antwort\b|\balla fine di (?:ogni|ciascuna) risposta\b|"
+    r"\bno final de (?:cada|sua) resposta\b|\baan het einde van (?:elk|je) antwoord\b|\bna końcu każdej odpowiedzi\b|"
+    r"в конце (?:каждого|своего) ответа|\bher (?:yanıtın|cevabın) sonuna\b|في نهاية كل (?:إجابة|رد)|हर (?:उत्तर|जवाब) के अंत में|"
+    r"\b(?:dile|dígale|diles|infórmale) al usuario que\b|\b(?:dis|dites|réponds|répondez) à l'utilisateur que\b|"
+    r"\b(?:sag|sage|teile)\w* (?:dem|jedem|allen) (?:nutzer|benutzer)\w*(?: mit)?,? dass\b|"
+    r"\b(?:di'|dì|dici|rispondi) (?:all'|agli )?utent\w* che\b|\b(?:diga|responda) ao usuário que\b|"
+    r"\b(?:zeg|vertel) (?:tegen )?de gebruiker dat\b|\b(?:powiedz|odpowiedz) użytkownikowi,? że\b|"
+    r"(?:скажи|сообщи|ответь) пользователю,? что|(?:скажи|повідом) користувачеві,? що|告诉用户|告訴使用者"
+)
 # "if you are an AI / a language model / an assistant"
 IF_AI_ML = (
     r"\bsi (?:vous êtes|tu es) (?:une? )?(?:ia|intelligence artificielle|assistant|modèle|chatbot|robot)\b|"
@@ -381,7 +408,13 @@ ROLE_ML = (
     r"지금부터 (?:너는|당신은)|이제부터 (?:너는|당신은)|今から(?:あなた|君)は|これから(?:あなた|君)は|从现在起你|從現在起你|"
     r"从今以后你|從今以後你|\btừ (?:bây giờ|nay) bạn (?:là|sẽ)|\bmulai sekarang (?:kamu|anda)\b|από τώρα (?:είσαι|θα)|"
     r"відтепер (?:ти|ви)|\bfrån och med nu är du\b|از این به بعد (?:تو|شما)|מעכשיו (?:אתה|את)|מעתה (?:אתה|את)|"
-    r"\bde acum (?:ești|înainte)|\bmostantól (?:te|ön)\b|\btästä lähtien olet\b|\bkuanzia sasa wewe\b"
+    r"\bde acum (?:ești|înainte)|\bmostantól (?:te|ön)\b|\btästä lähtien olet\b|\bkuanzia sasa wewe\b|"
+    r"\bda (?:questo momento|adesso|ora in poi) (?:tu )?sei\b|\ba partir de (?:ahora|este momento|hoy) (?:eres|serás)\b|"
+    r"\bà partir de maintenant,? (?:tu es|vous êtes)\b|\b(?:ab jetzt|ab sofort|von nun an) bist du\b|\bvanaf nu ben je\b|"
+    r"\ba partir de agora,? (?:você é|és)\b|\bod tej chwili jesteś\b|с (?:этого момента|сегодняшнего дня) (?:ты|вы)\b|"
+    r"з цього моменту (?:ти|ви)\b|\bbundan (?:sonra|böyle) sen\b|από (?:εδώ και πέρα|τώρα και στο εξής) είσαι|"
+    r"\b(?:kể )?từ (?:giờ|bây giờ|nay) (?:trở đi )?bạn là\b|\bmulai (?:saat ini|sekarang) (?:kamu|anda) (?:adalah )?|"
+    r"你不再是|あなたはもう|너는 더 이상|\bfrom now on,? you are no longer\b"
 )
 SYSTEM_HEADER_ML = (
     r"^\W{0,3}(?:系统提示|系統提示|系统消息|系統訊息|システムプロンプト|システムメッセージ|시스템 프롬프트|시스템 메시지|"
@@ -389,12 +422,24 @@ SYSTEM_HEADER_ML = (
     r"mensaje del sistema|message système|messaggio di sistema|systemnachricht|systeembericht|komunikat systemowy|"
     r"sistem (?:mesajı|istemi)|رسالة النظام|הודעת מערכת|सिस्टम संदेश|सिस्टम प्रॉम्प्ट)\s*(?:[:：]|[】\]])"
 )
+# the model or the agent, addressed in a header (before a colon): "Προς το μοντέλο:", "ملاحظة للوكيل:"
+# after an addressing word only ("Model: XR-200" is a product sheet, "Agente: ..." a support transcript)
+MODEL_ML = (
+    r"(?:модел[ьияі]\w*|μοντέλο\w*|modell[oaie]?|modelo|modèle|model|מודל|نموذج|मॉडल|وكيل|agente|агент\w*|ajan\w*|"
+    r"agentti\w*|סוכן|एजेंट|\w+assistent\w*|\w+asystent\w*)"
+)
+# "to the model / agent / assistant" in one word (Hebrew and Arabic prefixes, the Finnish allative)
+TO_MODEL_ML = r"(?:לעוזר|למודל|לסוכן|לבוט|للوكيل|للمساعد|للنموذج|tekoäly\w*(?:lle|ille))"
 ASSISTANT_ML = (
     r"(?:(?:ai|ki|ia)-?)?(?:assistant\w*|asistent\w*|assistent\w*|asystent\w*|asistan\w*|ассистент\w*|асистент\w*|"
     r"помощник\w*|помічник\w*|βοηθ\w*|المساعد|مساعد|העוזר|עוזר|دستیار|सहायक|সহকারী|trợ lý|asisten|msaidizi|"
     r"avustaja\w*|asszisztens\w*|chatbot\w*|בוט|לבוט|ربات|روبوت)"
 )
-ASSISTANT_CJK = r"(?:助手|助理|机器人|機器人|アシスタント|ボット|어시스턴트|챗봇|人工智能|人工知能|인공지능|系统|系統|システム|시스템)"
+ASSISTANT_CJK = (  # and Thai, also written without spaces between words
+    r"(?:助手|助理|机器人|機器人|アシスタント|ボット|어시스턴트|챗봇|人工智能|人工知能|인공지능|系统|系統|システム|시스템|"
+    r"ผู้ช่วย|เอเจนต์|แชทบอท)"
+)
+AI_CJK = r"(?:ai|ａｉ)(?:へ|に|宛|에게|께)|(?:给|致|給)ai"
 AGENT_CJK = (
     r"(?:エージェント|에이전트|智能体|智能體|代理)[^:：。！？\n]{0,8}?(?:指示|指令|命令|备注|備註|注意|지시|메모)"
 )
@@ -405,7 +450,8 @@ AI_ML = (
 )
 # the words that address a note to someone: to, for, note, dear ... in the same languages
 ADDRESS_ML = (
-    r"(?:to|for|note|dear|dla|do|uwaga|drog\w+|für|an|hinweis|lieb\w+|pour|à|cher|chère|para|nota|querid\w+|per|"
+    r"(?:to|for|note|dear|attention|dla|do|uwaga|drog\w+|für|an|hinweis|achtung|lieb\w+|pour|à|cher|chère|para|nota|"
+    r"querid\w+|atención|attenzione|atenção|let op|внимание|увага|dikkat|انتباه|ध्यान दें|per|"
     r"car\w|voor|aan|beste|till|för|kära|til|kjære|kære|için|not|sevgili|إلى|ملاحظة|عزيزي|के लिए|प्रिय|निर्देश|"
     r"для|к|примечание|уважаем\w*|дорог\w*|pro|pentru|προς|για|σημείωση|אל|הערה|برای|به|توجه|untuk|kepada|"
     r"catatan|cho|gửi|lưu ý)"
@@ -414,8 +460,17 @@ ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "
     r"^(?:(?:[^:.!?\n،]{0,50}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])|"
     r"(?=[^:.!?\n،]{0,80}(?<!\w)" + ADDRESS_ML + r"(?!\w))[^:.!?\n،]{0,50}?(?<!\w)" + AI_ML + r"(?![\w-]))"
     r"[^:.!?\n]{0,30}?[:：]" + NOT_SPEAKING + r"|"
+    r"(?=[^:.!?\n،]{0,60}(?<!\w)" + ADDRESS_ML + r"(?!\w))[^:.!?\n،]{0,40}?(?<!\w)" + MODEL_ML + r"(?![\w-])"
+    r"[^:.!?\n]{0,20}?[:：]" + NOT_SPEAKING + r"|"
+    r"[^:.!?\n،]{0,40}?(?<!\w)" + TO_MODEL_ML + r"(?![\w-])[^:.!?\n]{0,30}?[:：]|"
     r"[^:.!?\n,،]{0,20}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])[^:.!?\n,،]{0,15}?[,،]|"
-    r"[^:：。！？\n]{0,20}?(?:" + ASSISTANT_CJK + r"|" + AGENT_CJK + r")[^:：。！？\n]{0,12}?[:：])\s*\S"
+    r"[^:：。！？\n]{0,20}?(?:"
+    + ASSISTANT_CJK
+    + r"|"
+    + AGENT_CJK
+    + r"|"
+    + AI_CJK
+    + r")[^:：。！？\n]{0,12}?[:：])\s*\S"
 )
 
 _RULES += [
@@ -450,13 +505,35 @@ _RULES += [
             r"(?:^|[,;:]\s*|\b(?:and|then)\s+)" + COVERT + r"\s+(?:e-?mail|send|forward|replace|insert|add|append|"
             r"change|alter|redirect|transfer|upload|share|leak|post|rewrite|swap|substitute)\b",
         ),
+        ("covert", r"^(?=.*?(?:" + UNTOLD + r"))(?=.*?(?:" + DANGER + r"|" + DANGER_ANY_LANGUAGE + r"))"),
+        (  # "... and for the AI transcriber, please replace ...", "@copilot-agent while fixing this, also change ..."
+            "agent-addressed",
+            r"(?:^|[.;:]\s+|\.\.\.\s*|\band\s+)(?:for|to) (?:the|any|all|every|our) (?:ai|llm|automated|bot)[\w -]{0,20},\s+"
+            + THEN_ORDER
+            + r"|@[\w-]*(?:copilot|bot|agent|gpt|claude|assistant)[\w-]*\b[,:]?\s+"
+            + THEN_ORDER,
+        ),
         *((f"override-{lang}", pattern) for lang, pattern in OVERRIDE_ML.items()),
+        ("dictate-ml", DICTATE_ML),
         ("if-ai-ml", IF_AI_ML),
         ("role-ml", ROLE_ML),
         ("system-ml", SYSTEM_HEADER_ML),
         ("addressed-ml", ADDRESSED_ML),
     ]
 ]
+# a sentence written mostly in letter-spaced runs ("п е р е ш л и   в с е ...") that names an AI system or holds a
+# danger that reads the same in every language: nobody spaces out a whole order to inform a reader
+SPACED_SHARE = 0.6
+SPACED_ORDER = re.compile(
+    r"(?:"
+    + DANGER_ANY_LANGUAGE
+    + r"|\b"
+    + AI_SYSTEM
+    + r"\b|(?<!\w)(?:ai|ki|ia|ии)(?!\w)|"
+    + ASSISTANT_CJK
+    + r"|ai(?=は|が|に|へ))",
+    re.IGNORECASE,
+)
 STANDS_ALONE = {
     "spaced",
     "agent-addressed",
@@ -488,7 +565,10 @@ def matching_rules(text: str):
     override."""
     nfkc = unicodedata.normalize("NFKC", text)
     forms = {" ".join(form.casefold().split()) for form in (nfkc, despace(nfkc))} | {normalize(text)}
-    if spaced_trigger(text):
+    joined = despace(nfkc).casefold()
+    if spaced_trigger(text) or (
+        spaced_share(text) >= SPACED_SHARE and any(SPACED_ORDER.search(t) for t in (joined, "".join(joined.split())))
+    ):
         yield "spaced"
     for name, rule in _RULES:
         if any(rule.search(form) for form in forms):
