@@ -24,6 +24,10 @@ import unicodedata
 
 from rag.agent.injection_normalize import despace, normalize, spaced_share, spaced_trigger
 
+# punctuation between letters, which splits a word to hide it ("As-sis-tant", "over.ride", "助·手"); URLs and e-mail
+# addresses keep theirs in the other forms
+INSIDE_WORD = re.compile(r"(?<=[^\W\d_])[.\-·•|_'’](?=[^\W\d_])")
+
 # after "Assistant:": the assistant speaking in a transcript ("Assistant: I can't open links ..."), not an order to it
 NOT_SPEAKING = (
     r"(?!\s*(?:i\b|i'(?:m|ll|ve|d)\b|sure\b|hello\b|hi\b|yes\b|no\b|of course\b|here\b|thanks?\b|thank you\b|"
@@ -256,7 +260,8 @@ _RULES = [
 AI_SYSTEM = (
     r"(?:ai|a\.i\.|assistant|chatbot|bot|copilot|llm|language model|gpt|chatgpt|claude|gemini|summari[sz]er|"
     r"note-?taker|(?:ai|autonomous|automated|llm|coding|software|browsing|web|research|[\w-]*analysis|analytics|"
-    r"grading|email|support) agent)s?"
+    r"grading|email|support|database|file|shell|code(?:-| )execution|devops|deployment|smart-?home|household|"
+    r"payments?) agent|agents? with (?:\w+ ){0,2}(?:access|tools?|permissions?))s?"
 )  # a bare "agent" is often a person (support, travel, insurance agents) and is not on the list
 IMPERATIVE = (
     r"(?:delete|remove|run|execute|call|send|forward|e-?mail|post|upload|read|open|write|overwrite|create|add|include|"
@@ -282,6 +287,10 @@ CAPABILITY = (
 # acts no document asks of a human reader in passing: destroying, running remote code, sending secrets away,
 # touching the user's own data
 DANGER = (
+    r"\bgrant (?:them|him|her|the user|this user|everyone|anyone|all users|user \S+|\S+@\S+)\b[^.!?]{0,20}"
+    r"\b(?:admin|administrator|root|owner|full|write) (?:access|rights|permissions|privileges|role)\b|"
+    r"\b(?:disable|turn off|switch off|deactivate)\b[^.!?]{0,30}\b(?:cameras?|alarms?|alarm system|smoke (?:detectors?|"
+    r"alarms?)|2fa|mfa|two-factor|audit log(?:ging)?|firewall|antivirus)\b|\bunlock\b[^.!?]{0,20}\b(?:doors?|locks?|gates?)\b|"
     r"\brm\s+-(?:rf|fr|r)\s+\S*(?:~|\$home|/home|/etc|backups?|\.ssh|\.git\b|\*)|\brm\s+-(?:rf|fr|r)\s+/(?=\s|$)|"
     r"\|\s*(?:sh|bash|zsh|nc|ncat|netcat|python3?)\b|\bnc\s+\d{1,3}(?:\.\d{1,3}){3}|"
     r"~/\.ssh|\bid_rsa\b|\.aws/credentials|/etc/passwd|/etc/shadow|"
@@ -304,7 +313,9 @@ READER = (
 ORDER = (  # an imperative opening the sentence or a clause, or an obligation ("bots must first execute ...")
     r"(?:(?:^|[:;]\s*|,\s+|\s[—–-]\s+)(?:then\s+)?(?:please\s+)?|"
     r"\b(?:must|should|shall|ha(?:ve|s) to|needs? to|are to|is to)\s+(?:first\s+|now\s+|also\s+)?)"
-    r"(?:\w+ly\s+)?" + IMPERATIVE + r"\b"
+    r"(?:\w+ly\s+)?" + IMPERATIVE + r"\b|"
+    r"\b(?:must|should|shall|is to|are to) be (?:executed|run|sent|forwarded|deleted|removed|called|approved|granted|"
+    r"paid|transferred|uploaded)\b"
 )
 SECRET_FILES = (
     r"~/\.ssh/(?![\w.-]*\.pub\b)|\bid_rsa\b(?!\.pub)|\.aws/credentials|/etc/passwd|/etc/shadow|(?<![\w.])\.env\b|"
@@ -431,9 +442,9 @@ MODEL_ML = (
 # "to the model / agent / assistant" in one word (Hebrew and Arabic prefixes, the Finnish allative)
 TO_MODEL_ML = r"(?:לעוזר|למודל|לסוכן|לבוט|للوكيل|للمساعد|للنموذج|tekoäly\w*(?:lle|ille))"
 ASSISTANT_ML = (
-    r"(?:(?:ai|ki|ia)-?)?(?:assistant\w*|asistent\w*|assistent\w*|asystent\w*|asistan\w*|ассистент\w*|асистент\w*|"
+    r"(?:(?:ai|ki|ia|ии|ші)[ -]?(?:agent\w*|агент\w*|agente)|(?:(?:ai|ki|ia)-?)?(?:assistant\w*|asistent\w*|assistent\w*|asystent\w*|asistan\w*|ассистент\w*|асистент\w*|"
     r"помощник\w*|помічник\w*|βοηθ\w*|المساعد|مساعد|העוזר|עוזר|دستیار|सहायक|সহকারী|trợ lý|asisten|msaidizi|"
-    r"avustaja\w*|asszisztens\w*|chatbot\w*|בוט|לבוט|ربات|روبوت)"
+    r"avustaja\w*|asszisztens\w*|chatbot\w*|בוט|לבוט|ربات|روبوت))"
 )
 ASSISTANT_CJK = (  # and Thai, also written without spaces between words
     r"(?:助手|助理|机器人|機器人|アシスタント|ボット|어시스턴트|챗봇|人工智能|人工知能|인공지능|系统|系統|システム|시스템|"
@@ -564,7 +575,8 @@ def matching_rules(text: str):
     a human reader ("ignore the earlier instructions in this guide if you are on version 3") is not taken as an
     override."""
     nfkc = unicodedata.normalize("NFKC", text)
-    forms = {" ".join(form.casefold().split()) for form in (nfkc, despace(nfkc))} | {normalize(text)}
+    forms = {" ".join(form.casefold().split()) for form in (nfkc, despace(nfkc), INSIDE_WORD.sub("", nfkc))}
+    forms.add(normalize(text))
     joined = despace(nfkc).casefold()
     if spaced_trigger(text) or (
         spaced_share(text) >= SPACED_SHARE and any(SPACED_ORDER.search(t) for t in (joined, "".join(joined.split())))
