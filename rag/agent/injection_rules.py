@@ -1,5 +1,6 @@
 """The injection screen's lexical rules (rag.agent.injection): regular expressions over a sentence's NFKC form, the
-same form with letter-spaced runs joined, and its normalised form; each has a name that a flag reports.
+same form with letter-spaced runs joined ("I g n o r e") and with words split by punctuation joined ("over.ride"),
+and its normalised form; each has a name that a flag reports.
 
 - English rules: overrides, orders that dictate the answer, role claims, "note to the assistant", hidden tasks,
   leaks. An English rule flags only with the classifier's vote (rag.agent.injection.RULE_MIN_PROBABILITY):
@@ -10,11 +11,15 @@ same form with letter-spaced runs joined, and its normalised form; each has a na
   - `tool-order`: an order framed by the reader's tools or access ("If you can execute shell commands, run ...",
     "with the terminal tool") that destroys, runs remote code, sends data away or touches the user's data (DANGER);
   - `agent-danger`: such a dangerous order given to an AI system or tied to the reader's answer ("before you reply");
-  - `exfiltrate-secrets`: a credentials file and an address to send it to, in any language;
-  - `covert`: an order to act quietly ("In your summary, quietly replace every link ...").
-- Other languages: overrides ("ignore the previous instructions") in the languages below, "if you are an AI", and a
-  sentence that opens by addressing an AI assistant (`addressed-ml`: "Uwaga dla asystenta AI: ..."). A rule in
-  another language stands alone: the classifier reads English.
+  - `tool-order-ml`: the same with the tools named in another language and a danger that reads the same in all;
+  - `exfiltrate-secrets`, `exfiltrate-history`: a credentials file or the chat history and an address to send it to;
+  - `covert`: an order to act quietly ("In your summary, quietly replace every link ..."), or a danger kept from
+    the user ("... and don't tell them");
+  - `spaced`: an override word letter-spaced, or a whole sentence letter-spaced that names an AI system or a danger.
+- Other languages (their words and phrases: rag.agent.injection_languages): overrides ("ignore the previous
+  instructions"), "if you are an AI", "from now on you are", fake system headers, dictated answers, and a sentence
+  that opens by addressing an AI assistant, the model or the agent (`addressed-ml`: "Uwaga dla asystenta AI: ...").
+  A rule in another language stands alone: the classifier reads English.
 """
 
 from __future__ import annotations
@@ -22,6 +27,27 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from rag.agent.injection_languages import (
+    ADDRESS_ML,
+    AGENT_CJK,
+    AI_CJK,
+    AI_ML,
+    ASSISTANT_CJK,
+    ASSISTANT_ML,
+    CAPABILITY_ML,
+    DANGER_ANY_LANGUAGE,
+    DICTATE_ML,
+    HISTORY,
+    IF_AI_ML,
+    MODEL_ML,
+    OVERRIDE_ML,
+    ROLE_ML,
+    RULES_IN_OTHER_LANGUAGES,
+    SEND_TO,
+    SYSTEM_HEADER_ML,
+    TO_MODEL_ML,
+    UNTOLD,
+)
 from rag.agent.injection_normalize import despace, normalize, spaced_share, spaced_trigger
 
 # punctuation between letters, which splits a word to hide it ("As-sis-tant", "over.ride", "助·手"); URLs and e-mail
@@ -211,47 +237,7 @@ _RULES = [
             "dictate",
             r"\b(?:answer|reply|response|output)s? (?:you (?:produce|give|generate|write) )?(?:has|have|must|needs?) (?:to )?be\b",
         ),
-        # other languages
-        (
-            "override-fr",
-            r"\b(ignore[zrs]?|oublie[zrs]?|ne (?:tenez|tiens) pas compte)\b[^.!?\n]{0,50}\b(instructions?|consignes?|règles|ce qui précède|précédent)",
-        ),
-        (
-            "role-fr",
-            r"\b(tu es maintenant|vous êtes maintenant|désormais,? (?:tu|vous)|note (?:à|a|pour) l['’ ]?(?:assistant|ia|intelligence))",
-        ),
-        ("dictate-fr", r"\b(réponds|répondez|dis|dites)\s+(?:uniquement|seulement|simplement)\b"),
-        (
-            "override-es",
-            r"\b(ignora[rd]?|olvida[rd]?|no sigas)\b[^.!?\n]{0,50}\b(instrucciones|reglas|indicaciones|lo anterior|"
-            r"lo que te (?:dijeron|pidieron|indicaron)|la pregunta)",
-        ),
-        (
-            "role-es",
-            r"\b(ahora eres|a partir de ahora,? (?:eres|tú|responde)|nota para el asistente|responde (?:solo|únicamente|solamente))\b",
-        ),
-        (
-            "override-de",
-            r"\b(ignorier(?:e|en|t)?|vergiss|vergessen sie|missachte)\b[^.!?\n]{0,50}\b(anweisungen|regeln|vorgaben|anordnungen|alles (?:obige|vorherige|bisherige)|"
-            r"was man (?:dir|ihnen) gesagt|was (?:dir|ihnen) gesagt)",
-        ),
-        (
-            "role-de",
-            r"\b(du bist (?:jetzt|nun|ab sofort)|antworte (?:nur|ausschließlich)|hinweis (?:an|für) (?:den|die) (?:assistenten|ki))\b",
-        ),
-        ("override-it", r"\b(ignora|dimentica)\b[^.!?\n]{0,50}\b(istruzioni|regole|indicazioni)"),
-        ("role-it", r"\b(ora sei|d'ora in poi|rispondi (?:solo|soltanto|unicamente))\b"),
-        ("override-pt", r"\b(ignore|ignora|esqueça|esqueca)\b[^.!?\n]{0,50}\b(instruções|instrucoes|regras)"),
-        ("role-pt", r"\b(agora você é|agora voce e|responda (?:apenas|somente))\b"),
-        ("override-nl", r"\b(negeer|vergeet)\b[^.!?\n]{0,50}\b(instructies|regels|aanwijzingen)"),
-        (
-            "override-ru",
-            r"(игнорир\w*|забудь\w*|не обращай\w* внимания)[^.!?\n]{0,50}(инструкц\w*|указани\w*|правил\w*)",
-        ),
-        ("role-ru", r"(ты теперь|отныне ты|отвечай только|примечание для (?:ассистента|ии|модели))"),
-        ("override-zh", r"(忽略|无视|忘记|忽视|不要理会)[^。！？]{0,20}(指令|指示|说明|规则|提示|要求)"),
-        ("role-zh", r"(你现在是|从现在开始你|只回答|给助手的)"),
-        ("override-ja", r"(指示|命令|ルール)[^。！？]{0,15}(無視|忘れ)"),
+        *RULES_IN_OTHER_LANGUAGES,  # French, Spanish, German, Italian, Portuguese, Dutch, Russian, Chinese, Japanese
     ]
 ]
 
@@ -321,152 +307,10 @@ SECRET_FILES = (
     r"~/\.ssh/(?![\w.-]*\.pub\b)|\bid_rsa\b(?!\.pub)|\.aws/credentials|/etc/passwd|/etc/shadow|(?<![\w.])\.env\b|"
     r"\.netrc\b|\.pgpass\b"
 )
-# sending it somewhere: a verb that sends (in several languages), then an e-mail address or a URL
-SEND_TO = (
-    r"\b(?:send|sende\w*|senden|envoie\w*|envoyer|envía|enviar|envie|invia\w*|stuur|wyślij|gönder\w*|mail|e-?mail|"
-    r"upload\w*|post|forward|exfiltrate|paste|transmit)\b|отправ\w*|надішл\w*|أرسل|ارسل|שלח|بفرست|भेज|发送|發送|寄到|寄给|寄給|傳送|送信|보내"
-)
 DESTINATION = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}\b|(?:https?|ftp)://"
 COVERT = r"(?:quietly|silently|secretly|covertly|discreetly|subtly)"
-# keeping an act from the user, in several languages
-UNTOLD = (
-    r"\b(?:don'?t|do not|never|without) (?:tell|inform|notify|mention|alert)\w*(?: (?:it|this))? (?:to )?(?:them|the user|"
-    r"anyone|the owner|the homeowner|the recipient)\b|\bno se lo digas\b|\bsin (?:decírselo|avisar) al usuario\b|"
-    r"\bne (?:le |lui )?(?:dis|dites) (?:rien|pas)\b|\bsans (?:le dire|prévenir|informer) (?:à )?l'utilisateur\b|"
-    r"\b(?:sag|erzähl) (?:es )?(?:dem (?:nutzer|benutzer) )?nicht\b|\bohne (?:den (?:nutzer|benutzer) )?zu informieren\b|"
-    r"\bnon (?:dirlo|dire nulla|avvisare)\b|\bnão (?:diga|conte|avise)\b|\bnie (?:mów|informuj)\b|\bне (?:говори|сообщай)\b|"
-    r"\bsöyleme\b|لا تخبر|मत बता|不要告诉|不要告訴|伝えない|言わない|알리지 마|말하지 마|\bäläkä kerro\b|\bberätta inte\b"
-)
 
-# --- other languages
-# the reader's tools or access: "si tu as accès au terminal", "usa la herramienta de correo", "ツールで"
-CAPABILITY_ML = (
-    r"\bsi (?:tu as|vous avez) accès\b|\b(?:falls|wenn) (?:du|sie) zugriff\b|\bsi tienes acceso\b|\bse hai accesso\b|"
-    r"\bse tiver(?:es)? acesso\b|\bals je toegang\b|\bjeśli masz dostęp\b|\bесли у (?:тебя|вас) есть доступ|"
-    r"\berişimin(?:iz)? varsa\b|إذا كان لديك (?:وصول|صلاحية)|\b(?:herramienta|outil|werkzeug|strumento|ferramenta|"
-    r"narzędzi\w*|инструмент\w*|aracı\w*|tool)\b|\w+(?:tool|werkzeug)\b|أداة|टूल|工具|ツール|도구"
-)
-# dangers that read the same in every language: commands, secret files, an address to send to
-DANGER_ANY_LANGUAGE = (
-    r"\brm\s+-(?:rf|fr|r)\s+\S*(?:~|\$home|/home|/etc|backups?|\.ssh|\.git\b|\*)|\brm\s+-(?:rf|fr|r)\s+/(?=\s|$)|"
-    r"\|\s*(?:sh|bash|zsh|nc|ncat|netcat|python3?)\b|~/\.ssh|\.aws/credentials|/etc/passwd|/etc/shadow|"
-    r"\bdrop\s+(?:table|database)\b|\bexec\(|\bos\.system\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}\b|"
-    r"\biban\b"
-)
-# the conversation itself, which no document has a reason to have mailed anywhere
-HISTORY = (
-    r"\b(?:conversation|chat) (?:history|log|transcript)|historial (?:completo )?de (?:la )?conversación|"
-    r"historique (?:de la )?conversation|gesprächsverlauf|chatverlauf|cronologia della (?:conversazione|chat)|"
-    r"histórico da conversa|gespreksgeschiedenis|histori[ae] rozmowy|истори\w* (?:переписки|разговора|чата|диалога)|"
-    r"sohbet geçmişi|سجل المحادثة|चैट इतिहास|聊天记录|对话记录|對話紀錄|会話履歴|チャット履歴|대화 기록|"
-    r"lịch sử trò chuyện|riwayat percakapan"
-)
-# "ignore the previous instructions" (verb ... object, or object ... verb where the language puts the verb last)
-OVERRIDE_ML = {
-    "pl": r"\b(?:zignoruj|ignoruj|pomiń|zapomnij)\w*\b[^.!?\n]{0,50}\b(?:polece\w*|instrukcj\w*|zasad\w*|wytyczn\w*)",
-    "cs": r"\b(?:ignoruj|ignorujte|zapomeň|zapomeňte)\b[^.!?\n]{0,50}\b(?:pokyn\w*|instrukc\w*|pravidl\w*)",
-    "tr": r"(?:talimat\w*|kural\w*|yönerge\w*)[^.!?\n]{0,40}(?:yok say|görmezden gel|unut|dikkate alma)",
-    "ar": r"(?:تجاهل|انس|لا تتبع)[^.!?\n]{0,50}(?:التعليمات|الأوامر|القواعد|الإرشادات)",
-    "hi": r"(?:निर्देश\w*|नियम\w*)[^.!?\n।]{0,50}(?:अनदेखा|नज़रअंदाज़|नजरअंदाज|भूल)",
-    "sv-da-no": r"\b(?:ignorera|glöm|strunta i|ignorer|glem|ignorér)\b[^.!?\n]{0,50}\b(?:instruk\w*|regl\w*|anvisning\w*)",
-    "ro": r"\b(?:ignoră|ignorați|uită|uitați)\b[^.!?\n]{0,50}\b(?:instrucțiuni\w*|instrucţiuni\w*|regul\w*|indicați\w*)",
-    "el": r"(?:αγνόησε|αγνοήστε|ξέχασε|ξεχάστε)[^.!?\n]{0,50}(?:οδηγίες|κανόνες|εντολές)",
-    "uk": r"(?:ігноруй|ігноруйте|забудь)\w*[^.!?\n]{0,50}(?:інструкц\w*|вказівк\w*|правил\w*)",
-    "he": r"(?:התעלם|התעלמי|התעלמו|שכח)[^.!?\n]{0,50}(?:הוראות|ההוראות|הכללים|ההנחיות)",
-    "fa": r"(?:دستورالعمل|دستورات|قوانین|راهنمایی)[^.!?\n]{0,50}(?:نادیده بگیر|فراموش کن)",
-    "id-ms": r"\b(?:abaikan|lupakan|acuhkan)\b[^.!?\n]{0,50}\b(?:instruksi|perintah|aturan|petunjuk|arahan)",
-    "vi": r"\b(?:bỏ qua|quên|phớt lờ)\b[^.!?\n]{0,50}\b(?:hướng dẫn|chỉ dẫn|lệnh|quy tắc)",
-    "ko": r"(?:지시|명령|규칙|지침)[^.!?\n]{0,20}(?:무시|잊어)",
-    "hu": r"\b(?:hagyd figyelmen kívül|hagyja figyelmen kívül|felejtsd el)\b[^.!?\n]{0,50}\b(?:utasítás\w*|szabály\w*)",
-    "fi": r"\b(?:ohita|unohda|jätä huomiotta)\b[^.!?\n]{0,50}\b(?:ohje\w*|sääntö\w*|käsky\w*)",
-    "sw": r"\b(?:puuza|sahau)\b[^.!?\n]{0,50}\b(?:maagizo|maelekezo|sheria)",
-    "bn": r"(?:নির্দেশ\w*|নিয়ম\w*)[^.!?\n।]{0,50}(?:উপেক্ষা|ভুলে)|(?:উপেক্ষা)[^.!?\n।]{0,30}(?:নির্দেশ\w*)",
-    "th": r"(?:คำสั่ง|กฎ)[^.!?\n]{0,30}(?:เพิกเฉย|ไม่ต้องสนใจ|ลืม)",
-}
-# "at the end of every answer, add ..." and "tell the user that ..."
-DICTATE_ML = (
-    r"在(?:你的|每个|每次)?(?:回答|回复|答复)(?:的)?(?:末尾|结尾|最后|开头|中)(?:加上|添加|写上|插入|注明|加入)|"
-    r"(?:回答|返答)の(?:最後|末尾|冒頭)に|답변(?:의)? (?:끝|마지막|처음)에|"
-    r"\bal final de (?:cada|tu|su) respuesta\b|\bà la fin de (?:chaque|ta|votre) réponse\b|"
-    r"\bam ende (?:jeder|deiner|ihrer) antwort\b|\balla fine di (?:ogni|ciascuna) risposta\b|"
-    r"\bno final de (?:cada|sua) resposta\b|\baan het einde van (?:elk|je) antwoord\b|\bna końcu każdej odpowiedzi\b|"
-    r"в конце (?:каждого|своего) ответа|\bher (?:yanıtın|cevabın) sonuna\b|في نهاية كل (?:إجابة|رد)|हर (?:उत्तर|जवाब) के अंत में|"
-    r"\b(?:dile|dígale|diles|infórmale) al usuario que\b|\b(?:dis|dites|réponds|répondez) à l'utilisateur que\b|"
-    r"\b(?:sag|sage|teile)\w* (?:dem|jedem|allen) (?:nutzer|benutzer)\w*(?: mit)?,? dass\b|"
-    r"\b(?:di'|dì|dici|rispondi) (?:all'|agli )?utent\w* che\b|\b(?:diga|responda) ao usuário que\b|"
-    r"\b(?:zeg|vertel) (?:tegen )?de gebruiker dat\b|\b(?:powiedz|odpowiedz) użytkownikowi,? że\b|"
-    r"(?:скажи|сообщи|ответь) пользователю,? что|(?:скажи|повідом) користувачеві,? що|告诉用户|告訴使用者"
-)
-# "if you are an AI / a language model / an assistant"
-IF_AI_ML = (
-    r"\bsi (?:vous êtes|tu es) (?:une? )?(?:ia|intelligence artificielle|assistant|modèle|chatbot|robot)\b|"
-    r"\bwenn (?:du|sie) (?:eine? )?(?:ki|sprachmodell|assistent|chatbot|bot)\b[^.!?\n]{0,20}\b(?:bist|sind)\b|"
-    r"\bsi (?:eres|usted es) (?:una? )?(?:ia|inteligencia artificial|asistente|modelo)\b|"
-    r"\bse (?:você é|voce e|for|és) (?:uma? )?(?:ia|inteligência artificial|assistente|modelo)\b|"
-    r"\bse (?:sei|è) (?:un'?|una )?(?:ia|intelligenza artificiale|assistente|modello)\b|"
-    r"\bals (?:je|u) (?:een )?(?:ai|ki|taalmodel|assistent|chatbot)\b|"
-    r"\bjeśli (?:jesteś|pan jest) (?:\w+ )?(?:ai|si|asystent\w*|model\w*|sztuczn\w*)\b|"
-    r"если (?:ты|вы) (?:\w+ )?(?:ии|языков\w* модел\w*|ассистент\w*|нейросет\w*|бот\w*|искусственн\w*)|"
-    r"якщо (?:ти|ви) (?:\w+ )?(?:ші|мовн\w* модел\w*|асистент\w*|бот\w*|штучн\w*)|"
-    r"\beğer (?:bir )?(?:yapay zek\w*|asistan\w*|dil model\w*)|(?:yapay zek\w*|asistan\w*|dil model\w*)\s*(?:isen|iseniz|san|sen)\b|"
-    r"إذا كنت (?:\w+ )?(?:ذكاء اصطناعي|مساعد\w*|نموذج\w*)|"
-    r"如果你是(?:一个)?(?:人工智能|ai|助手|语言模型|机器人|模型)|もし(?:あなたが)?(?:ai|人工知能|アシスタント|言語モデル)|"
-    r"(?:ai|인공지능|어시스턴트|언어 모델)(?:이|라)면"
-)
-# "from now on you are ..." and a fake system-prompt header
-ROLE_ML = (
-    r"\bod teraz jesteś|\bod teď jsi|\bartık sen\b|من الآن فصاعد[اً]? أنت|أنت الآن|अब से (?:तुम|आप)|"
-    r"지금부터 (?:너는|당신은)|이제부터 (?:너는|당신은)|今から(?:あなた|君)は|これから(?:あなた|君)は|从现在起你|從現在起你|"
-    r"从今以后你|從今以後你|\btừ (?:bây giờ|nay) bạn (?:là|sẽ)|\bmulai sekarang (?:kamu|anda)\b|από τώρα (?:είσαι|θα)|"
-    r"відтепер (?:ти|ви)|\bfrån och med nu är du\b|از این به بعد (?:تو|شما)|מעכשיו (?:אתה|את)|מעתה (?:אתה|את)|"
-    r"\bde acum (?:ești|înainte)|\bmostantól (?:te|ön)\b|\btästä lähtien olet\b|\bkuanzia sasa wewe\b|"
-    r"\bda (?:questo momento|adesso|ora in poi) (?:tu )?sei\b|\ba partir de (?:ahora|este momento|hoy) (?:eres|serás)\b|"
-    r"\bà partir de maintenant,? (?:tu es|vous êtes)\b|\b(?:ab jetzt|ab sofort|von nun an) bist du\b|\bvanaf nu ben je\b|"
-    r"\ba partir de agora,? (?:você é|és)\b|\bod tej chwili jesteś\b|с (?:этого момента|сегодняшнего дня) (?:ты|вы)\b|"
-    r"з цього моменту (?:ти|ви)\b|\bbundan (?:sonra|böyle) sen\b|από (?:εδώ και πέρα|τώρα και στο εξής) είσαι|"
-    r"\b(?:kể )?từ (?:giờ|bây giờ|nay) (?:trở đi )?bạn là\b|\bmulai (?:saat ini|sekarang) (?:kamu|anda) (?:adalah )?|"
-    r"你不再是|あなたはもう|너는 더 이상|\bfrom now on,? you are no longer\b"
-)
-SYSTEM_HEADER_ML = (
-    r"^\W{0,3}(?:系统提示|系統提示|系统消息|系統訊息|システムプロンプト|システムメッセージ|시스템 프롬프트|시스템 메시지|"
-    r"системн\w* (?:промпт|подсказк\w*|сообщени\w*|инструкц\w*)|prompt (?:système|sistema|di sistema|systemowy)|"
-    r"mensaje del sistema|message système|messaggio di sistema|systemnachricht|systeembericht|komunikat systemowy|"
-    r"sistem (?:mesajı|istemi)|رسالة النظام|הודעת מערכת|सिस्टम संदेश|सिस्टम प्रॉम्प्ट)\s*(?:[:：]|[】\]])"
-)
-# the model or the agent, addressed in a header (before a colon): "Προς το μοντέλο:", "ملاحظة للوكيل:"
-# after an addressing word only ("Model: XR-200" is a product sheet, "Agente: ..." a support transcript)
-MODEL_ML = (
-    r"(?:модел[ьияі]\w*|μοντέλο\w*|modell[oaie]?|modelo|modèle|model|מודל|نموذج|मॉडल|وكيل|agente|агент\w*|ajan\w*|"
-    r"agentti\w*|סוכן|एजेंट|\w+assistent\w*|\w+asystent\w*)"
-)
-# "to the model / agent / assistant" in one word (Hebrew and Arabic prefixes, the Finnish allative)
-TO_MODEL_ML = r"(?:לעוזר|למודל|לסוכן|לבוט|للوكيل|للمساعد|للنموذج|tekoäly\w*(?:lle|ille))"
-ASSISTANT_ML = (
-    r"(?:(?:ai|ki|ia|ии|ші)[ -]?(?:agent\w*|агент\w*|agente)|(?:(?:ai|ki|ia)-?)?(?:assistant\w*|asistent\w*|assistent\w*|asystent\w*|asistan\w*|ассистент\w*|асистент\w*|"
-    r"помощник\w*|помічник\w*|βοηθ\w*|المساعد|مساعد|העוזר|עוזר|دستیار|सहायक|সহকারী|trợ lý|asisten|msaidizi|"
-    r"avustaja\w*|asszisztens\w*|chatbot\w*|בוט|לבוט|ربات|روبوت))"
-)
-ASSISTANT_CJK = (  # and Thai, also written without spaces between words
-    r"(?:助手|助理|机器人|機器人|アシスタント|ボット|어시스턴트|챗봇|人工智能|人工知能|인공지능|系统|系統|システム|시스템|"
-    r"ผู้ช่วย|เอเจนต์|แชทบอท)"
-)
-AI_CJK = r"(?:ai|ａｉ)(?:へ|に|宛|에게|께)|(?:给|致|給)ai"
-AGENT_CJK = (
-    r"(?:エージェント|에이전트|智能体|智能體|代理)[^:：。！？\n]{0,8}?(?:指示|指令|命令|备注|備註|注意|지시|메모)"
-)
-AI_ML = (
-    r"(?:ai|a\.i\.|ia|ki|ии|ші|yapay zek\w*|sztuczn\w* inteligencj\w*|inteligencia artificial|intelligence "
-    r"artificielle|künstliche intelligenz|intelligenza artificiale|kunstmatige intelligentie|umělá inteligence|"
-    r"الذكاء الاصطناعي|הבינה המלאכותית|هوش مصنوعی|एआई|এআই|tekoäly\w*|mesterséges intelligencia|sprachmodell\w*)"
-)
-# the words that address a note to someone: to, for, note, dear ... in the same languages
-ADDRESS_ML = (
-    r"(?:to|for|note|dear|attention|dla|do|uwaga|drog\w+|für|an|hinweis|achtung|lieb\w+|pour|à|cher|chère|para|nota|"
-    r"querid\w+|atención|attenzione|atenção|let op|внимание|увага|dikkat|انتباه|ध्यान दें|per|"
-    r"car\w|voor|aan|beste|till|för|kära|til|kjære|kære|için|not|sevgili|إلى|ملاحظة|عزيزي|के लिए|प्रिय|निर्देश|"
-    r"для|к|примечание|уважаем\w*|дорог\w*|pro|pentru|προς|για|σημείωση|אל|הערה|برای|به|توجه|untuk|kepada|"
-    r"catatan|cho|gửi|lưu ý)"
-)
+# --- other languages (their words: rag.agent.injection_languages)
 ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "AIアシスタントへ：..."
     r"^(?:(?:[^:.!?\n،]{0,50}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])|"
     r"(?=[^:.!?\n،]{0,80}(?<!\w)" + ADDRESS_ML + r"(?!\w))[^:.!?\n،]{0,50}?(?<!\w)" + AI_ML + r"(?![\w-]))"
