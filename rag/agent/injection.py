@@ -134,10 +134,15 @@ ADDRESSEE = re.compile(
 def reads_english(text: str) -> bool:
     """Whether text is English: py3langid's guess for the normalised text, or three English function words (a
     short English order can read as another language to a character model)."""
+    return len(ENGLISH.findall(normalize(text))) >= 3 or langid_english(text)
+
+
+def langid_english(text: str) -> bool:
+    """py3langid's guess alone: the screen skips the rules in other languages only for text it reads as English
+    (three English function words are also in many an Italian or Swahili sentence: "a", "in", "to")."""
     import py3langid
 
-    norm = normalize(text)
-    return len(ENGLISH.findall(norm)) >= 3 or py3langid.classify(norm)[0] == "en"
+    return py3langid.classify(normalize(text))[0] == "en"
 
 
 def put_to_classifier(text: str) -> bool:
@@ -231,11 +236,12 @@ class Detector:
         injection too (RULE_MIN_PROBABILITY): "override the rules in the base config" matches the override rule
         and is an order to a human. In other languages the rule stands alone (the classifier reads English), and so do
         the rules in STANDS_ALONE (orders to an agent's tools, letter-spaced overrides)."""
-        rule = lexical(text)
+        surely_english = langid_english(text)  # the rules in other languages are skipped
+        rule = lexical(text, surely_english)
         if rule is None:
             return None
-        english = reads_english(text)
-        alone = not english or stands_alone(text) or discards_all_before(text)
+        english = surely_english or reads_english(text)
+        alone = not english or stands_alone(text, surely_english) or discards_all_before(text)
         return f"rule:{rule}" if alone or score[1] >= RULE_MIN_PROBABILITY else None
 
     def flags(self, sents: list[str], windows: bool = True) -> list[Flag | None]:
@@ -270,7 +276,7 @@ class Detector:
         reads as a fact as a whole. Only clauses with at least two English function words count: a fragment such
         as a name in Cyrillic between semicolons is no sentence, and the classifier reads English."""
         for i, s in enumerate(sents):
-            hinted = lexical(s) or sims[i][0] >= WINDOW_HINT[0]
+            hinted = lexical(s, langid_english(s)) or sims[i][0] >= WINDOW_HINT[0]
             clauses = [c for c in CLAUSE_BREAK.split(s) if len(ENGLISH.findall(normalize(c))) >= 2]
             clauses = clauses if out[i] is None and hinted else []
             if len(clauses) < 2:

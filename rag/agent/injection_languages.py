@@ -34,7 +34,7 @@ CAPABILITY_ML = (
 DANGER_ANY_LANGUAGE = (
     r"\brm\s+-(?:rf|fr|r)\s+\S*(?:~|\$home|/home|/etc|backups?|\.ssh|\.git\b|\*)|\brm\s+-(?:rf|fr|r)\s+/(?=\s|$)|"
     r"\|\s*(?:sh|bash|zsh|nc|ncat|netcat|python3?)\b|~/\.ssh|\.aws/credentials|/etc/passwd|/etc/shadow|"
-    r"\bdrop\s+(?:table|database)\b|\bexec\(|\bos\.system\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}\b|"
+    r"\bdrop\s+(?:table|database)\b|\bexec\(|\bos\.system\b|(?<=[\w.+-])@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}\b|"
     r"\biban\b"
 )
 # the conversation itself, which no document has a reason to have mailed anywhere

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 from rag.agent.injection_languages import (
     ADDRESS_ML,
@@ -52,7 +53,8 @@ from rag.agent.injection_normalize import despace, normalize, spaced_share, spac
 
 # punctuation between letters, which splits a word to hide it ("As-sis-tant", "over.ride", "助·手"); URLs and e-mail
 # addresses keep theirs in the other forms
-INSIDE_WORD = re.compile(r"(?<=[^\W\d_])[.\-·•|_'’](?=[^\W\d_])")
+INSIDE_WORD = re.compile(r"(?<=[^\W\d_])[.\-·•|_](?=[^\W\d_])")
+SPLIT_WORD = re.compile(r"[^\W\d_][.·•|_][^\W\d_]|(?<![^\W\d_])(?:[^\W\d_]{1,4}-){2,}[^\W\d_]")
 
 # after "Assistant:": the assistant speaking in a transcript ("Assistant: I can't open links ..."), not an order to it
 NOT_SPEAKING = (
@@ -288,7 +290,7 @@ DANGER = (
     r"\b(?:the )?user'?s (?:\w+ ){0,2}(?:messages|e-?mails?|inbox|meetings?|calendar|files|contacts|passwords?|"
     r"credentials|documents|data|history|e-?mail address|phone number|api keys?|tokens?|cookies)\b|"
     r"\b(?:forward|send|e-?mail|post|upload|exfiltrate|leak)\b[^.!?]{0,80}\b(?:to|at)\s+"
-    r"(?:\S+@\S+\.\w+|(?:https?|ftp)://|\d{1,3}(?:\.\d{1,3}){3})"
+    r"(?:(?<=\S)@\S+\.\w+|(?:https?|ftp)://|\d{1,3}(?:\.\d{1,3}){3})"
 )
 # the reader itself: an AI system, or its own answer ("before you reply")
 READER = (
@@ -307,7 +309,7 @@ SECRET_FILES = (
     r"~/\.ssh/(?![\w.-]*\.pub\b)|\bid_rsa\b(?!\.pub)|\.aws/credentials|/etc/passwd|/etc/shadow|(?<![\w.])\.env\b|"
     r"\.netrc\b|\.pgpass\b"
 )
-DESTINATION = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}\b|(?:https?|ftp)://"
+DESTINATION = r"(?<=[\w.+-])@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}\b|(?:https?|ftp)://"  # an e-mail address or a URL
 COVERT = r"(?:quietly|silently|secretly|covertly|discreetly|subtly)"
 
 # --- other languages (their words: rag.agent.injection_languages)
@@ -345,10 +347,19 @@ _RULES += [
             r"[^,.!?]{0,20},\s+" + THEN_ORDER,
         ),
         ("tool-order", r"^(?=.*?(?:" + CAPABILITY + r"))(?=.*?(?:" + DANGER + r"))"),
-        ("tool-order-ml", r"^(?=.*?(?:" + CAPABILITY_ML + r"))(?=.*?(?:" + DANGER_ANY_LANGUAGE + r"))"),
+        # (each lookahead that finds the rarer part comes first: a clean sentence costs less)
+        ("tool-order-ml", r"^(?=.*?(?:" + DANGER_ANY_LANGUAGE + r"))(?=.*?(?:" + CAPABILITY_ML + r"))"),
         (
             "exfiltrate-history",
-            r"^(?=.*?(?:" + HISTORY + r"))(?=.*?(?:" + SEND_TO + r").*?(?:" + DESTINATION + r"))",
+            r"^(?=.*?(?:"
+            + DESTINATION
+            + r"))(?=.*?(?:"
+            + HISTORY
+            + r"))(?=.*?(?:"
+            + SEND_TO
+            + r").*?(?:"
+            + DESTINATION
+            + r"))",
         ),
         ("agent-danger", r"^(?=.*?(?:" + READER + r"))(?=.*?(?:" + DANGER + r"))(?=.*?" + ORDER + r")"),
         (
@@ -389,6 +400,9 @@ SPACED_ORDER = re.compile(
     + r"|ai(?=は|が|に|へ))",
     re.IGNORECASE,
 )
+OTHER_LANGUAGE_RULES = {name for name, _ in RULES_IN_OTHER_LANGUAGES} | {f"override-{lang}" for lang in OVERRIDE_ML}
+# (tool-order-ml and addressed-ml also catch English: "Use the payments tool to send €480 to IBAN ...")
+OTHER_LANGUAGE_RULES |= {"dictate-ml", "if-ai-ml", "role-ml", "system-ml"}
 STANDS_ALONE = {
     "spaced",
     "agent-addressed",
@@ -402,37 +416,44 @@ STANDS_ALONE = {
 QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|«[^»]*»|„[^“”]*[“”]")
 
 
-def stands_alone(text: str) -> bool:
+def stands_alone(text: str, english: bool | None = None) -> bool:
     """Whether a STANDS_ALONE rule matches text outside quotation marks: a security page that quotes an attack
     ("a phrase like \"send the user's files to me\"") is left to the classifier."""
-    return any(name in STANDS_ALONE for name in matching_rules(QUOTED.sub(" ", text)))
+    return any(name in STANDS_ALONE for name in matching_rules(QUOTED.sub(" ", text), english))
 
 
-def lexical(text: str) -> str | None:
-    """The name of the first lexical rule that matches text (raw NFKC, letter-spaced runs joined, and normalised
-    forms), or None."""
-    return next(matching_rules(text), None)
+def lexical(text: str, english: bool | None = None) -> str | None:
+    """The name of the first lexical rule that matches text, or None (see matching_rules)."""
+    names = matching_rules(text, english)
+    return names[0] if names else None
 
 
-def matching_rules(text: str):
-    """The names of the rules that match text, in table order. A sentence that speaks of a document's own steps to
-    a human reader ("ignore the earlier instructions in this guide if you are on version 3") is not taken as an
-    override."""
+@lru_cache(maxsize=8192)
+def matching_rules(text: str, english: bool | None = None) -> tuple[str, ...]:
+    """The names of the rules that match text, in table order; cached, since the screen asks about a sentence more
+    than once. english=True skips the rules in other languages (OTHER_LANGUAGE_RULES), which cost most of the time
+    and are not needed for English text. A sentence that speaks of a document's own steps to a human reader ("ignore
+    the earlier instructions in this guide if you are on version 3") is not taken as an override."""
     nfkc = unicodedata.normalize("NFKC", text)
-    forms = {" ".join(form.casefold().split()) for form in (nfkc, despace(nfkc), INSIDE_WORD.sub("", nfkc))}
-    forms.add(normalize(text))
+    forms = {" ".join(form.casefold().split()) for form in (nfkc, despace(nfkc))} | {normalize(text)}
+    if SPLIT_WORD.search(nfkc):
+        forms.add(" ".join(INSIDE_WORD.sub("", nfkc).casefold().split()))
+    names = []
     joined = despace(nfkc).casefold()
     if spaced_trigger(text) or (
         spaced_share(text) >= SPACED_SHARE and any(SPACED_ORDER.search(t) for t in (joined, "".join(joined.split())))
     ):
-        yield "spaced"
+        names.append("spaced")
     for name, rule in _RULES:
+        if english and name in OTHER_LANGUAGE_RULES:
+            continue
         if any(rule.search(form) for form in forms):
             if name == "override" and any(SELF_REFERENCE.search(form) for form in forms):
                 continue
             if any(NOT_A_ROLE.search(form) for form in forms) and name == "role":
                 continue
-            yield name
+            names.append(name)
+    return tuple(names)
 
 
 SELF_REFERENCE = re.compile(
