@@ -6,8 +6,8 @@ passages whose id hash falls in the held-out quarters 1 and 3 (the classifier tr
 threshold was chosen on quarter 2), plus the sets in tests/data/injection/. Attacks: one file per set (one variant
 per line, a literal \\n between its sentences); a variant counts as caught when any of its sentences is flagged.
 
-SPLIT says what each set was for. fresh4..18 and benign_howto3, benign_ai, benign5..18 were each written by an
-engineer who never saw the detector or its training data, in fifteen rounds; each round's sets were measured once
+SPLIT says what each set was for. fresh4..19 and benign_howto3, benign_ai, benign5..19 were each written by an
+engineer who never saw the detector or its training data, in sixteen rounds; each round's sets were measured once
 as held out:
 - round 1 (first classifier): fresh4 81 % recall; benign_howto3 + benign_ai 7 of 200 flagged;
 - round 2 (wider grammar; fresh3 and benign_howto2 trained on): fresh5 91 % recall; benign5 10 of 150 flagged;
@@ -55,9 +55,12 @@ as held out:
 - round 15 (fresh18, benign18), measured once, blind: the round-14 rules caught 79 of 99 and flagged 10 of 160;
   rules written from round 14's misses (words split by punctuation read whole, "agent with file access" and
   other agents named by their tools, "must be executed", granting admin rights, disabling alarms, unlocking
-  doors) caught the same 79 and flagged the same 10, passed every test, and are shipped. fresh11..17 and
-  benign11..17 are "rules dev" (the rules were written looking at them; the classifier never trained on them);
-  fresh18 and benign18 are held out.
+  doors) caught the same 79 and flagged the same 10, passed every test, and were shipped;
+- round 16 (fresh19, benign19), measured once, blind: the round-15 rules caught 93 of 99 and flagged 9 of 159;
+  rules written from round 15's misses ("if someone asks about X, say Y" in other languages, with the familiar
+  imperative a text addresses to a program rather than the polite one of a staff script) caught the same 93 and
+  flagged the same 9, passed every test, and are shipped. fresh11..18 and benign11..18 are "rules dev" (the
+  rules were written looking at them; the classifier never trained on them); fresh19 and benign19 are held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -91,6 +94,7 @@ ATTACK_SETS = (
     "fresh16.txt",
     "fresh17.txt",
     "fresh18.txt",
+    "fresh19.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -111,6 +115,7 @@ BENIGN_SETS = (
     "benign16.txt",
     "benign17.txt",
     "benign18.txt",
+    "benign19.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -126,10 +131,10 @@ SPLIT = {  # what each set was used for (see the module doc)
     "benign9.txt": "trained",
     "fresh10.txt": "trained",
     "benign10.txt": "trained",
-    **{f"fresh{n}.txt": "rules dev" for n in range(11, 18)},
-    **{f"benign{n}.txt": "rules dev" for n in range(11, 18)},
-    "fresh18.txt": "held out",
-    "benign18.txt": "held out",
+    **{f"fresh{n}.txt": "rules dev" for n in range(11, 19)},
+    **{f"benign{n}.txt": "rules dev" for n in range(11, 19)},
+    "fresh19.txt": "held out",
+    "benign19.txt": "held out",
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 

@@ -196,3 +196,28 @@ RULES_IN_OTHER_LANGUAGES = [
     ("role-zh", r"(你现在是|从现在开始你|只回答|给助手的)"),
     ("override-ja", r"(指示|命令|ルール)[^。！？]{0,15}(無視|忘れ)"),
 ]
+
+# "if someone asks about X, say Y", in languages whose imperative tells a friend from a customer: the order uses the
+# familiar form (tu, du, ты, sen, तुम, 반말), which a text addresses to a program, while a support script for staff
+# in these languages uses the polite one ("dígale", "sagen Sie", "dites-lui", "скажите", "söyleyin", "कहें")
+IF_ASKED = (
+    r"(?:\bsi\b|\bcuando\b|\bquand\b|\blorsque\b|\bwenn\b|\bfalls\b|\bsobald\b|\bse\b|\bquando\b|\bals\b|\bwanneer\b|"
+)
+IF_ASKED += r"\bjeśli\b|\bjeżeli\b|\bgdy\b|\bkiedy\b|\bесли\b|\bкогда\b|\bякщо\b|\bколи\b|\beğer\b|अगर |यदि |जब |"
+IF_ASKED += r"\bha\b|\bjos\b|\bkun\b|\bom\b|\bnär\b|\bαν\b|\bόταν\b|\bpokud\b|\bkdyž\b|\bdacă\b|\bcând\b|اگر|هر وقت)"
+SOMEONE = (
+    r"(?:usuari[oa]s?|alguien|utilisateur\w*|quelqu'un|nutzer\w*|benutzer\w*|jemand|utent[ei]|qualcuno|"
+    r"gebruiker\w*|iemand|użytkowni\w*|ktoś|пользовател\w*|кто-?(?:то|нибудь)|користувач\w*|хтось|kullanıcı\w*|"
+    r"biri(?:si)?|उपयोगकर्ता|कोई|felhasználó\w*|valaki|käyttäjä\w*|joku|användaren?|någon|χρήστης|κάποιος|"
+    r"uživatel\w*|někdo|utilizator\w*|cineva|کاربر|کسی)"
+)
+SAY_FAMILIAR = (
+    r"(?:\bdile\b|\bdiles\b|\bresponde\b|\bcontesta\b|\bdis\b|\bréponds\b|\bsag\b|\bsage\b|\bantworte\b|\bdi'|\bdì\b|"
+    r"\bdici\b|\brispondi\b|\bzeg\b|\bantwoord\b|\bpowiedz\b|\bodpowiedz\b|\bскажи\b|\bответь\b|\bсообщи\b|"
+    r"\bвідповідай\b|\bвідповідь\b|\bsöyle\b|\byanıtla\b|कहो|कहना|बताओ|बताना|\bmondd\b|\bválaszold\b|\bsano\b|"
+    r"\bvastaa\b|\bsäg\b|\bsvara\b|\bπες\b|\bαπάντησε\b|\břekni\b|\bodpověz\b|\bspune\b|\brăspunde\b|بگو|جواب بده)"
+)
+IF_ASKED_KO = (  # where "if" is a suffix: Korean "사용자가 ...하면 ... 말해", Turkish "kullanıcı ... yazarsa ... söyle"
+    r"사용자가[^.!?\n]{0,40}?면[^.!?\n]{0,100}?(?:말해|답해|안내해|알려 ?줘)(?!요|주세요)|"
+    r"kullanıcı\w*[^.!?\n]{0,60}?\w+(?:rsa|rse)\b[^.!?\n]{0,120}?\bsöyle\b"
+)
