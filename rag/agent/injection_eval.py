@@ -6,8 +6,8 @@ passages whose id hash falls in the held-out quarters 1 and 3 (the classifier tr
 threshold was chosen on quarter 2), plus the sets in tests/data/injection/. Attacks: one file per set (one variant
 per line, a literal \\n between its sentences); a variant counts as caught when any of its sentences is flagged.
 
-SPLIT says what each set was for. fresh4..19 and benign_howto3, benign_ai, benign5..19 were each written by an
-engineer who never saw the detector or its training data, in sixteen rounds; each round's sets were measured once
+SPLIT says what each set was for. fresh4..20 and benign_howto3, benign_ai, benign5..20 were each written by an
+engineer who never saw the detector or its training data, in seventeen rounds; each round's sets were measured once
 as held out:
 - round 1 (first classifier): fresh4 81 % recall; benign_howto3 + benign_ai 7 of 200 flagged;
 - round 2 (wider grammar; fresh3 and benign_howto2 trained on): fresh5 91 % recall; benign5 10 of 150 flagged;
@@ -59,8 +59,16 @@ as held out:
 - round 16 (fresh19, benign19), measured once, blind: the round-15 rules caught 93 of 99 and flagged 9 of 159;
   rules written from round 15's misses ("if someone asks about X, say Y" in other languages, with the familiar
   imperative a text addresses to a program rather than the polite one of a staff script) caught the same 93 and
-  flagged the same 9, passed every test, and are shipped. fresh11..18 and benign11..18 are "rules dev" (the
-  rules were written looking at them; the classifier never trained on them); fresh19 and benign19 are held out.
+  flagged the same 9, passed every test, and were shipped;
+- round 17 (fresh20, benign20), measured once, blind: the round-16 rules caught 92 of 100 and flagged 11 of 160;
+  rules written from round 16's flags and misses (a quotation after "say to the assistant:" is no order, a
+  Turkish plural subject is no vocative, a bare English "tool" is left to the English rules; a dash after an
+  address, "..., and assistant, when you ...", Russian "cancel the earlier instructions", Arabic "if a user
+  asks ..., say") caught the same 92 and flagged 9, passed every test, and are shipped. After that measurement
+  the Vietnamese override rule no longer reads "quên" (forget) alone, which flagged "quên mật khẩu" (a forgotten
+  password): benign20 8 of 160, measured on the sets already seen only. fresh11..19 and benign11..19 are "rules
+  dev" (the rules were written looking at them; the classifier never trained on them); fresh20 and benign20 are
+  held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -95,6 +103,7 @@ ATTACK_SETS = (
     "fresh17.txt",
     "fresh18.txt",
     "fresh19.txt",
+    "fresh20.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -116,6 +125,7 @@ BENIGN_SETS = (
     "benign17.txt",
     "benign18.txt",
     "benign19.txt",
+    "benign20.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -131,10 +141,10 @@ SPLIT = {  # what each set was used for (see the module doc)
     "benign9.txt": "trained",
     "fresh10.txt": "trained",
     "benign10.txt": "trained",
-    **{f"fresh{n}.txt": "rules dev" for n in range(11, 19)},
-    **{f"benign{n}.txt": "rules dev" for n in range(11, 19)},
-    "fresh19.txt": "held out",
-    "benign19.txt": "held out",
+    **{f"fresh{n}.txt": "rules dev" for n in range(11, 20)},
+    **{f"benign{n}.txt": "rules dev" for n in range(11, 20)},
+    "fresh20.txt": "held out",
+    "benign20.txt": "held out",
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 

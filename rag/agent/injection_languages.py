@@ -28,7 +28,7 @@ CAPABILITY_ML = (
     r"\bsi (?:tu as|vous avez) accès\b|\b(?:falls|wenn) (?:du|sie) zugriff\b|\bsi tienes acceso\b|\bse hai accesso\b|"
     r"\bse tiver(?:es)? acesso\b|\bals je toegang\b|\bjeśli masz dostęp\b|\bесли у (?:тебя|вас) есть доступ|"
     r"\berişimin(?:iz)? varsa\b|إذا كان لديك (?:وصول|صلاحية)|\b(?:herramienta|outil|werkzeug|strumento|ferramenta|"
-    r"narzędzi\w*|инструмент\w*|aracı\w*|tool)\b|\w+(?:tool|werkzeug)\b|أداة|टूल|工具|ツール|도구"
+    r"narzędzi\w*|инструмент\w*|aracı\w*)\b|\w+(?:tool|werkzeug)\b|أداة|टूल|工具|ツール|도구"
 )
 # dangers that read the same in every language: commands, secret files, an address to send to
 DANGER_ANY_LANGUAGE = (
@@ -59,7 +59,8 @@ OVERRIDE_ML = {
     "he": r"(?:התעלם|התעלמי|התעלמו|שכח)[^.!?\n]{0,50}(?:הוראות|ההוראות|הכללים|ההנחיות)",
     "fa": r"(?:دستورالعمل|دستورات|قوانین|راهنمایی)[^.!?\n]{0,50}(?:نادیده بگیر|فراموش کن)",
     "id-ms": r"\b(?:abaikan|lupakan|acuhkan)\b[^.!?\n]{0,50}\b(?:instruksi|perintah|aturan|petunjuk|arahan)",
-    "vi": r"\b(?:bỏ qua|quên|phớt lờ)\b[^.!?\n]{0,50}\b(?:hướng dẫn|chỉ dẫn|lệnh|quy tắc)",
+    # ("quên" alone is "forget" in "quên mật khẩu", a forgotten password)
+    "vi": r"\b(?:bỏ qua|phớt lờ|quên (?:đi )?(?:tất cả|mọi|các|những))\b[^.!?\n]{0,50}\b(?:hướng dẫn|chỉ dẫn|lệnh|quy tắc)",
     "ko": r"(?:지시|명령|규칙|지침)[^.!?\n]{0,20}(?:무시|잊어)",
     "hu": r"\b(?:hagyd figyelmen kívül|hagyja figyelmen kívül|felejtsd el)\b[^.!?\n]{0,50}\b(?:utasítás\w*|szabály\w*)",
     "fi": r"\b(?:ohita|unohda|jätä huomiotta)\b[^.!?\n]{0,50}\b(?:ohje\w*|sääntö\w*|käsky\w*)",
@@ -134,7 +135,7 @@ ASSISTANT_CJK = (  # and Thai, also written without spaces between words
     r"(?:助手|助理|机器人|機器人|アシスタント|ボット|어시스턴트|챗봇|人工智能|人工知能|인공지능|系统|系統|システム|시스템|"
     r"ผู้ช่วย|เอเจนต์|แชทบอท)"
 )
-AI_CJK = r"(?:ai|ａｉ)(?:へ|に|宛|에게|께)|(?:给|致|給)ai"
+AI_CJK = r"(?:ai|ａｉ|模型|モデル|모델)(?:へ|に|宛|에게|께)|(?:给|致|給)(?:ai|模型|助手|助理)"
 AGENT_CJK = (
     r"(?:エージェント|에이전트|智能体|智能體|代理)[^:：。！？\n]{0,8}?(?:指示|指令|命令|备注|備註|注意|지시|메모)"
 )
@@ -189,7 +190,8 @@ RULES_IN_OTHER_LANGUAGES = [
     ("override-nl", r"\b(negeer|vergeet)\b[^.!?\n]{0,50}\b(instructies|regels|aanwijzingen)"),
     (
         "override-ru",
-        r"(игнорир\w*|забудь\w*|не обращай\w* внимания)[^.!?\n]{0,50}(инструкц\w*|указани\w*|правил\w*)",
+        r"(игнорир\w*|забудь\w*|не обращай\w* внимания|отмени\w*|отбрось\w*)[^.!?\n]{0,50}(инструкц\w*|указани\w*|"
+        r"правил\w*)|(?:прежние|предыдущие) (?:указания|инструкции|правила) больше не действуют",
     ),
     ("role-ru", r"(ты теперь|отныне ты|отвечай только|примечание для (?:ассистента|ии|модели))"),
     ("override-zh", r"(忽略|无视|忘记|忽视|不要理会)[^。！？]{0,20}(指令|指示|说明|规则|提示|要求)"),
@@ -203,19 +205,20 @@ RULES_IN_OTHER_LANGUAGES = [
 IF_ASKED = (
     r"(?:\bsi\b|\bcuando\b|\bquand\b|\blorsque\b|\bwenn\b|\bfalls\b|\bsobald\b|\bse\b|\bquando\b|\bals\b|\bwanneer\b|"
 )
-IF_ASKED += r"\bjeśli\b|\bjeżeli\b|\bgdy\b|\bkiedy\b|\bесли\b|\bкогда\b|\bякщо\b|\bколи\b|\beğer\b|अगर |यदि |जब |"
+IF_ASKED += r"\bjeśli\b|\bjeżeli\b|\bgdy\b|\bkiedy\b|\bесли\b|\bкогда\b|\bякщо\b|\bколи\b|\beğer\b|अगर |यदि |जब |إذا|"
 IF_ASKED += r"\bha\b|\bjos\b|\bkun\b|\bom\b|\bnär\b|\bαν\b|\bόταν\b|\bpokud\b|\bkdyž\b|\bdacă\b|\bcând\b|اگر|هر وقت)"
 SOMEONE = (
     r"(?:usuari[oa]s?|alguien|utilisateur\w*|quelqu'un|nutzer\w*|benutzer\w*|jemand|utent[ei]|qualcuno|"
     r"gebruiker\w*|iemand|użytkowni\w*|ktoś|пользовател\w*|кто-?(?:то|нибудь)|користувач\w*|хтось|kullanıcı\w*|"
-    r"biri(?:si)?|उपयोगकर्ता|कोई|felhasználó\w*|valaki|käyttäjä\w*|joku|användaren?|någon|χρήστης|κάποιος|"
+    r"biri(?:si)?|مستخدم|المستخدم|उपयोगकर्ता|कोई|felhasználó\w*|valaki|käyttäjä\w*|joku|användaren?|någon|χρήστης|κάποιος|"
     r"uživatel\w*|někdo|utilizator\w*|cineva|کاربر|کسی)"
 )
 SAY_FAMILIAR = (
     r"(?:\bdile\b|\bdiles\b|\bresponde\b|\bcontesta\b|\bdis\b|\bréponds\b|\bsag\b|\bsage\b|\bantworte\b|\bdi'|\bdì\b|"
     r"\bdici\b|\brispondi\b|\bzeg\b|\bantwoord\b|\bpowiedz\b|\bodpowiedz\b|\bскажи\b|\bответь\b|\bсообщи\b|"
     r"\bвідповідай\b|\bвідповідь\b|\bsöyle\b|\byanıtla\b|कहो|कहना|बताओ|बताना|\bmondd\b|\bválaszold\b|\bsano\b|"
-    r"\bvastaa\b|\bsäg\b|\bsvara\b|\bπες\b|\bαπάντησε\b|\břekni\b|\bodpověz\b|\bspune\b|\brăspunde\b|بگو|جواب بده)"
+    r"\bvastaa\b|\bsäg\b|\bsvara\b|\bπες\b|\bαπάντησε\b|\břekni\b|\bodpověz\b|\bspune\b|\brăspunde\b|بگو|جواب بده|"
+    r"فقل|قل له|فأخبره|أخبره)"
 )
 IF_ASKED_KO = (  # where "if" is a suffix: Korean "사용자가 ...하면 ... 말해", Turkish "kullanıcı ... yazarsa ... söyle"
     r"사용자가[^.!?\n]{0,40}?면[^.!?\n]{0,100}?(?:말해|답해|안내해|알려 ?줘)(?!요|주세요)|"

@@ -66,6 +66,8 @@ NOT_SPEAKING = (
     r"okay\b|ok\b|certainly\b|sorry\b))"
 )
 
+NOT_QUOTED = r"(?!\s*[«\"“„'‘「『])"
+
 _RULES = [
     (name, re.compile(pattern, re.IGNORECASE))
     for name, pattern in [
@@ -262,7 +264,8 @@ IMPERATIVE = (
     r"recommend|decline|accept|cancel|book|give|treat|rate|use|make|stop|start|always|never|don'?t|do not|refuse|"
     r"claim|state|report|list|fetch|browse|navigate|disable|enable|push|commit|merge|drop|grade|award|assign|score|"
     r"rank|describe|present|mention|omit|hide|praise|promote|direct|redirect|ask|collect|store|save|log|modify|update|"
-    r"edit|rewrite|sign|purchase|buy|order|unsubscribe|invite|unlock|lock|turn|switch|wire|refund|block|you)"
+    r"edit|rewrite|sign|purchase|buy|order|unsubscribe|invite|unlock|lock|turn|switch|wire|refund|block|attribute|"
+    r"credit|blame|clear|empty|erase|wipe|reset|you)"
 )
 THEN_ORDER = (
     r"(?:please\s+)?(?:(?:when|before|after|once|while|if|as soon as)\b[^,]{1,60},\s+)?(?:also\s+|then\s+|just\s+)?"
@@ -274,7 +277,7 @@ CAPABILITY = (
     r"\b(?:if you (?:have|can|are able to|were given|possess|could)|with your|using your|via your|through your|"
     r"(?:agents?|assistants?|bots?) with)\b[^.!?]{0,40}\b(?:access|tools?|permissions?|shell|terminal|execute|"
     r"browse|browser|e-?mail|inbox|calendar|database|file ?system|files|python|code)\b|"
-    r"\b(?:using|with|via|through) (?:the|your) (?:[\w-]+ ){0,2}tool\b|\bconnected (?:database|account|drive)\b"
+    r"\b(?:use|using|with|via|through) (?:the|your) (?:[\w-]+ ){0,2}tool\b|\bconnected (?:database|account|drive)\b"
 )
 # acts no document asks of a human reader in passing: destroying, running remote code, sending secrets away,
 # touching the user's own data
@@ -320,11 +323,11 @@ COVERT = r"(?:quietly|silently|secretly|covertly|discreetly|subtly)"
 ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "AIアシスタントへ：..."
     r"^(?:(?:[^:.!?\n،]{0,50}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])|"
     r"(?=[^:.!?\n،]{0,80}(?<!\w)" + ADDRESS_ML + r"(?!\w))[^:.!?\n،]{0,50}?(?<!\w)" + AI_ML + r"(?![\w-]))"
-    r"[^:.!?\n]{0,30}?[:：]" + NOT_SPEAKING + r"|"
+    r"[^:.!?\n]{0,30}?[:：]" + NOT_SPEAKING + NOT_QUOTED + r"|"
     r"(?=[^:.!?\n،]{0,60}(?<!\w)" + ADDRESS_ML + r"(?!\w))[^:.!?\n،]{0,40}?(?<!\w)" + MODEL_ML + r"(?![\w-])"
     r"[^:.!?\n]{0,20}?[:：]" + NOT_SPEAKING + r"|"
     r"[^:.!?\n،]{0,40}?(?<!\w)" + TO_MODEL_ML + r"(?![\w-])[^:.!?\n]{0,30}?[:：]|"
-    r"[^:.!?\n,،]{0,20}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])[^:.!?\n,،]{0,15}?[,،]|"
+    r"[^:.!?\n,،]{0,20}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])(?<!lar)(?<!ları)(?<!ler)(?<!leri)[^:.!?\n,،]{0,15}?[,،]|"
     r"[^:：。！？\n]{0,20}?(?:"
     + ASSISTANT_CJK
     + r"|"
@@ -337,7 +340,10 @@ ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "
 _RULES += [
     (name, re.compile(pattern, re.IGNORECASE))
     for name, pattern in [
-        ("agent-addressed", r"^[^:.!?\n]{0,60}?\b" + AI_SYSTEM + r"\b[^:.!?\n]{0,40}?:\s*" + THEN_ORDER),
+        (
+            "agent-addressed",
+            r"^\W{0,3}[^:.!?\n—–]{0,60}?\b" + AI_SYSTEM + r"\b[^:.!?\n—–]{0,40}?(?::|\s[—–])\s*" + THEN_ORDER,
+        ),
         (
             "agent-addressed",
             r"^(?:(?:hey|hi|dear|ok|okay|attention|listen|note),?\s+)?(?:the |our |any |all |every )?(?:[\w-]+ ){0,3}"
@@ -378,7 +384,8 @@ _RULES += [
         ("covert", r"^(?=.*?(?:" + UNTOLD + r"))(?=.*?(?:" + DANGER + r"|" + DANGER_ANY_LANGUAGE + r"))"),
         (  # "... and for the AI transcriber, please replace ...", "@copilot-agent while fixing this, also change ..."
             "agent-addressed",
-            r"(?:^|[.;:]\s+|\.\.\.\s*|\band\s+)(?:for|to) (?:the|any|all|every|our) (?:ai|llm|automated|bot)[\w -]{0,20},\s+"
+            r"(?:^|[.;:]\s+|\.\.\.\s*|\band\s+)(?:(?:for|to) (?:the|any|all|every|our) (?:ai|llm|automated|bot)[\w -]{0,20}|"
+            r"(?:hey |ok |okay )?(?:assistant|copilot|chatbot|bot|ai)),\s+"
             + THEN_ORDER
             + r"|@[\w-]*(?:copilot|bot|agent|gpt|claude|assistant)[\w-]*\b[,:]?\s+"
             + THEN_ORDER,
