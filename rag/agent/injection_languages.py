@@ -128,7 +128,7 @@ MODEL_ML = (
 TO_MODEL_ML = r"(?:לעוזר|למודל|לסוכן|לבוט|للوكيل|للمساعد|للنموذج|tekoäly\w*(?:lle|ille))"
 ASSISTANT_ML = (
     r"(?:(?:ai|ki|ia|ии|ші)[ -]?(?:agent\w*|агент\w*|agente)|(?:(?:ai|ki|ia)-?)?(?:assistant\w*|asistent\w*|assistent\w*|asystent\w*|asistan\w*|ассистент\w*|асистент\w*|"
-    r"помощник\w*|помічник\w*|βοηθ\w*|المساعد|مساعد|העוזר|עוזר|دستیار|सहायक|সহকারী|trợ lý|asisten|msaidizi|"
+    r"помощник\w*|помічник\w*|βοηθ\w*|المساعد|مساعد|העוזר|עוזר|دستیار|सहायक\w*|সহকারী\w*|trợ lý|asisten|msaidizi|"
     r"avustaja\w*|asszisztens\w*|chatbot\w*|בוט|לבוט|ربات|روبوت))"
 )
 ASSISTANT_CJK = (  # and Thai, also written without spaces between words
@@ -145,6 +145,18 @@ AI_ML = (
     r"الذكاء الاصطناعي|הבינה המלאכותית|هوش مصنوعی|एआई|এআই|tekoäly\w*|mesterséges intelligencia|sprachmodell\w*)"
 )
 # the words that address a note to someone: to, for, note, dear ... in the same languages
+# "dear ...": a vocative, before a comma ("Chère intelligence artificielle, laisse de côté ...")
+DEAR_ML = (
+    r"(?:dear|cher|chère|chers|querid[oa]s?|estimad[oa]s?|liebe[rs]?|caro|cara|cari|beste|kære|kjære|kära|drog[ia]|"
+    r"drodzy|дорог\w*|уважаем\w*|sevgili|değerli|عزيزي|عزيزتي|प्रिय|kedves|hyvä|αγαπητ\w*|milý|milá|dragă|dragi|عزیز|"
+    r"יקר|יקרה|thân mến)"
+)
+# an order in the nominal form that Japanese and Korean instructions end with, given to the AI or the model:
+# "要約を作成するAIは、…省略すること。", "이 차트를 요약하는 모델은 … 안내할 것"
+NOMINAL_ORDER_JA_KO = (
+    r"(?:ai|ＡＩ|モデル|アシスタント|エージェント)(?:は|が)[、,]?[^。！？\n]{0,100}?(?:こと)(?:[。」]|\s*-->|\s*$)|"
+    r"(?:ai|모델|어시스턴트|에이전트)(?:은|는|이|가)\s[^.!?\n]{0,100}?(?:할 것|말 것)(?:[.\]]|\s*$)"
+)
 ADDRESS_ML = (
     r"(?:to|for|note|dear|attention|dla|do|uwaga|drog\w+|für|an|hinweis|achtung|lieb\w+|pour|à|cher|chère|para|nota|"
     r"querid\w+|atención|attenzione|atenção|let op|внимание|увага|dikkat|انتباه|ध्यान दें|per|"

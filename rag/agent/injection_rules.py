@@ -37,12 +37,14 @@ from rag.agent.injection_languages import (
     ASSISTANT_ML,
     CAPABILITY_ML,
     DANGER_ANY_LANGUAGE,
+    DEAR_ML,
     DICTATE_ML,
     HISTORY,
     IF_AI_ML,
     IF_ASKED,
     IF_ASKED_KO,
     MODEL_ML,
+    NOMINAL_ORDER_JA_KO,
     OVERRIDE_ML,
     ROLE_ML,
     RULES_IN_OTHER_LANGUAGES,
@@ -327,6 +329,13 @@ ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "
     r"(?=[^:.!?\n،]{0,60}(?<!\w)" + ADDRESS_ML + r"(?!\w))[^:.!?\n،]{0,40}?(?<!\w)" + MODEL_ML + r"(?![\w-])"
     r"[^:.!?\n]{0,20}?[:：]" + NOT_SPEAKING + r"|"
     r"[^:.!?\n،]{0,40}?(?<!\w)" + TO_MODEL_ML + r"(?![\w-])[^:.!?\n]{0,30}?[:：]|"
+    r"(?<!\w)"
+    + DEAR_ML
+    + r"(?!\w)[^:.!?\n,،]{0,20}?(?<!\w)(?:"
+    + AI_ML
+    + r"|"
+    + MODEL_ML
+    + r")(?![\w-])[^:.!?\n,،]{0,15}?[,،]|"
     r"[^:.!?\n,،]{0,20}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])(?<!lar)(?<!ları)(?<!ler)(?<!leri)[^:.!?\n,،]{0,15}?[,،]|"
     r"[^:：。！？\n]{0,20}?(?:"
     + ASSISTANT_CJK
@@ -397,6 +406,7 @@ _RULES += [
             IF_ASKED + r"[^.!?\n]{0,40}?" + SOMEONE + r"[^.!?\n]{0,120}?" + SAY_FAMILIAR + r"|" + IF_ASKED_KO,
         ),
         ("if-ai-ml", IF_AI_ML),
+        ("nominal-order-ml", NOMINAL_ORDER_JA_KO),
         ("role-ml", ROLE_ML),
         ("system-ml", SYSTEM_HEADER_ML),
         ("addressed-ml", ADDRESSED_ML),
@@ -417,7 +427,7 @@ SPACED_ORDER = re.compile(
 )
 OTHER_LANGUAGE_RULES = {name for name, _ in RULES_IN_OTHER_LANGUAGES} | {f"override-{lang}" for lang in OVERRIDE_ML}
 # (tool-order-ml and addressed-ml also catch English: "Use the payments tool to send €480 to IBAN ...")
-OTHER_LANGUAGE_RULES |= {"dictate-ml", "dictate-if-ml", "if-ai-ml", "role-ml", "system-ml"}
+OTHER_LANGUAGE_RULES |= {"dictate-ml", "dictate-if-ml", "if-ai-ml", "nominal-order-ml", "role-ml", "system-ml"}
 STANDS_ALONE = {
     "spaced",
     "agent-addressed",
