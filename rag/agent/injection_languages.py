@@ -232,7 +232,7 @@ SAY_FAMILIAR = (
     r"\bvastaa\b|\bsäg\b|\bsvara\b|\bπες\b|\bαπάντησε\b|\břekni\b|\bodpověz\b|\bspune\b|\brăspunde\b|بگو|جواب بده|"
     r"فقل|قل له|فأخبره|أخبره)"
 )
-IF_ASKED_KO = (  # where "if" is a suffix: Korean "사용자가 ...하면 ... 말해", Turkish "kullanıcı ... yazarsa ... söyle"
+IF_ASKED_SUFFIX = (  # where "if" is a suffix: Korean "사용자가 ...하면 ... 말해", Turkish "kullanıcı ... yazarsa ... söyle"
     r"사용자가[^.!?\n]{0,40}?면[^.!?\n]{0,100}?(?:말해|답해|안내해|알려 ?줘)(?!요|주세요)|"
     r"kullanıcı\w*[^.!?\n]{0,60}?\w+(?:rsa|rse)\b[^.!?\n]{0,120}?\bsöyle\b"
 )

@@ -42,7 +42,7 @@ from rag.agent.injection_languages import (
     HISTORY,
     IF_AI_ML,
     IF_ASKED,
-    IF_ASKED_KO,
+    IF_ASKED_SUFFIX,
     MODEL_ML,
     NOMINAL_ORDER_JA_KO,
     OVERRIDE_ML,
@@ -403,7 +403,7 @@ _RULES += [
         ("dictate-ml", DICTATE_ML),
         (
             "dictate-if-ml",
-            IF_ASKED + r"[^.!?\n]{0,40}?" + SOMEONE + r"[^.!?\n]{0,120}?" + SAY_FAMILIAR + r"|" + IF_ASKED_KO,
+            IF_ASKED + r"[^.!?\n]{0,40}?" + SOMEONE + r"[^.!?\n]{0,120}?" + SAY_FAMILIAR + r"|" + IF_ASKED_SUFFIX,
         ),
         ("if-ai-ml", IF_AI_ML),
         ("nominal-order-ml", NOMINAL_ORDER_JA_KO),
