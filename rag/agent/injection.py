@@ -34,6 +34,7 @@ import re
 import threading
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -137,9 +138,11 @@ def reads_english(text: str) -> bool:
     return len(ENGLISH.findall(normalize(text))) >= 3 or langid_english(text)
 
 
+@lru_cache(maxsize=8192)
 def langid_english(text: str) -> bool:
     """py3langid's guess alone: the screen skips the rules in other languages only for text it reads as English
-    (three English function words are also in many an Italian or Swahili sentence: "a", "in", "to")."""
+    (three English function words are also in many an Italian or Swahili sentence: "a", "in", "to"). Cached: the
+    screen asks about a sentence more than once (its rules, its clauses, reads_english)."""
     import py3langid
 
     return py3langid.classify(normalize(text))[0] == "en"

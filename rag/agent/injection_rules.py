@@ -460,11 +460,12 @@ def matching_rules(text: str, english: bool | None = None) -> tuple[str, ...]:
     and are not needed for English text. A sentence that speaks of a document's own steps to a human reader ("ignore
     the earlier instructions in this guide if you are on version 3") is not taken as an override."""
     nfkc = unicodedata.normalize("NFKC", text)
-    forms = {" ".join(form.casefold().split()) for form in (nfkc, despace(nfkc))} | {normalize(text)}
+    spaced = despace(nfkc)
+    forms = {" ".join(form.casefold().split()) for form in (nfkc, spaced)} | {normalize(text)}
     if SPLIT_WORD.search(nfkc):
         forms.add(" ".join(INSIDE_WORD.sub("", nfkc).casefold().split()))
     names = []
-    joined = despace(nfkc).casefold()
+    joined = spaced.casefold()
     if spaced_trigger(text) or (
         spaced_share(text) >= SPACED_SHARE and any(SPACED_ORDER.search(t) for t in (joined, "".join(joined.split())))
     ):
