@@ -111,3 +111,54 @@ def test_long_or_adversarial_questions_take_no_time(shape):
         start = time.perf_counter()
         options_answer(shape(n)[:8000], [MARLOW, VOSS, KESTREL, ORBITAL])
         assert time.perf_counter() - start < 0.05
+
+
+def test_a_comparative_without_a_comma_still_names_the_options():
+    got = options_answer("who is younger Ada Marlow or Petra Voss ?", [MARLOW, VOSS])
+    assert got is not None and got["answer"] == "Petra Voss", got
+
+
+@pytest.fixture(scope="module")
+def reader():
+    from rag.agent.reader import default_reader
+
+    return default_reader()
+
+
+def test_a_tie_is_broken_by_the_reader_and_the_answer_is_still_an_option(reader):
+    """Nothing in the words decides "which ... known for animation" (both passages say "known for"); the
+    reader answers the question from Iver Dahl's passage, so the answer is that option, never a span."""
+    dahl = passage(1, "Iver Dahl", "Iver Dahl (born 1971) is a Norwegian filmmaker known for short animated films.")
+    brandt = passage(2, "Sofie Brandt", "Sofie Brandt (born 1969) is a Danish filmmaker known for documentaries.")
+    question = "Which filmmaker was known for animation, Iver Dahl or Sofie Brandt?"
+    assert options_answer(question, [dahl, brandt]) is None  # without a reader: a tie, as before
+    got = options_answer(question, [dahl, brandt], reader)
+    assert got is not None and got["kind"] == "choice" and got["answer"] == "Iver Dahl", got
+
+
+@pytest.mark.parametrize(
+    "question, texts, answer",
+    [
+        (
+            "Are Halden Tower and Brisk Hall located in the same district?",
+            (
+                "Halden Tower is an office tower in the Norrmalm district of Stockholm, Sweden.",
+                "Brisk Hall is a concert hall in the Södermalm district of Stockholm, Sweden.",
+            ),
+            "no",
+        ),
+        (
+            "Are Halden Tower and Brisk Hall located in the same district?",
+            (
+                "Halden Tower is an office tower in the Norrmalm district of Stockholm, Sweden.",
+                "Brisk Hall is a concert hall in the Norrmalm district of Stockholm, Sweden, opened in 1931.",
+            ),
+            "yes",
+        ),
+    ],
+)
+def test_the_same_property_beyond_nationality_is_read_from_each_passage(reader, question, texts, answer):
+    a, b = passage(1, "Halden Tower", texts[0]), passage(2, "Brisk Hall", texts[1])
+    assert options_answer(question, [a, b]) is None  # without a reader nothing decides it
+    got = options_answer(question, [a, b], reader)
+    assert got is not None and got["kind"] == "yes/no" and got["answer"] == answer, got

@@ -11,7 +11,9 @@
   the same nationality or country first.
 
 Each option's passage is the one whose title names it (entity lookups put these among the passages), else the
-first that mentions it. When an option has no passage, or the evidence ties, None: the reader's answer stands.
+first that mentions it. When the words tie, the reader (when given) decides: the option whose passage it answers
+the question from more surely, and "the same P" beyond nationality by reading P for each option. When an option
+has no passage, or nothing decides, None: the reader's answer stands.
 """
 
 from __future__ import annotations
@@ -32,6 +34,12 @@ _CHOICE = [
     re.compile(
         rf"^(?P<pre>which|who)\s+of\s+(?:the\s+)?(?P<a>{_OPTION})\s+(?:and|or)\s+(?P<b>[^,?]+?)\s+"
         r"(?P<post>(?:has|have|had|is|was|were|are|did|does|do|can|could|will|would)\b[^?]*)\??$",
+        re.I,
+    ),
+    # "Who is younger A or B?": no comma, a comparative just before the options
+    re.compile(
+        r"^(?P<pre>(?:who|which|what)\b[^,?:]{0,60}?\b(?:\w+er|more\s+\w+|less\s+\w+|first|earlier|later))\s+"
+        rf"(?P<a>{_OPTION})\s+or\s+(?P<b>{_OPTION})\s*\??$",
         re.I,
     ),
     # "Is A or B written more for ...?"
@@ -177,7 +185,9 @@ def _weighted(wanted: set[str], names: set[str], text: str) -> int:
     return sum(2 if w in names else 1 for w in wanted & have)
 
 
-def _choose(a: str, b: str, predicate: str, passages: list[dict]) -> tuple[str, dict] | None:
+def _choose(
+    a: str, b: str, predicate: str, passages: list[dict], question: str = "", reader=None
+) -> tuple[str, dict] | None:
     pa, pb = _passage_for(a, passages), _passage_for(b, passages)
     if pa is None or pb is None or pa is pb:
         return None
@@ -195,8 +205,20 @@ def _choose(a: str, b: str, predicate: str, passages: list[dict]) -> tuple[str, 
     sa = _weighted(wanted, names, pa["text"]) + 2 * (country is not None and _country(pa["text"]) == country)
     sb = _weighted(wanted, names, pb["text"]) + 2 * (country is not None and _country(pb["text"]) == country)
     if sa == sb:
-        return None
+        return _reader_choice(question, (a, pa), (b, pb), reader)
     return (a, pa) if sa > sb else (b, pb)
+
+
+def _reader_choice(question: str, first: tuple[str, dict], second: tuple[str, dict], reader) -> tuple[str, dict] | None:
+    """The option whose passage the reader answers the question from more surely (the larger margin of its best
+    span over its window's no-answer score), when the words and years tie; None without a reader or a span."""
+    if reader is None or not question:
+        return None
+    spans = [sp for sp in reader.read(question, [first[1]["text"], second[1]["text"]]) if sp.passage in (0, 1)]
+    if not spans:
+        return None
+    best = max(spans, key=lambda sp: sp.margin)
+    return first if best.passage == 0 else second
 
 
 def _names_country(text: str, country: str) -> bool:
@@ -205,7 +227,7 @@ def _names_country(text: str, country: str) -> bool:
     return any(re.search(rf"(?<![\w.]){re.escape(n)}(?![\w])", low) for n in names)
 
 
-def _both(a: str, b: str, rest: str, passages: list[dict]) -> tuple[str, list[dict]] | None:
+def _both(a: str, b: str, rest: str, passages: list[dict], reader=None) -> tuple[str, list[dict]] | None:
     """ "yes"/"no" for "Are A and B both P?" (each passage holds P) or "... of the same nationality?"."""
     pa, pb = _passage_for(a, passages), _passage_for(b, passages)
     if pa is None or pb is None or pa is pb:
@@ -214,7 +236,7 @@ def _both(a: str, b: str, rest: str, passages: list[dict]) -> tuple[str, list[di
         ca, cb = _country(pa["text"]), _country(pb["text"])
         if re.search(r"nationality|country|citizens?", rest, re.I) and ca and cb:
             return ("yes" if ca == cb else "no"), [pa, pb]
-        return None
+        return _same_by_reader(a, b, rest, pa, pb, reader)
     country = _country(rest)
     named = {stem(w) for w, c in _DEMONYMS.items() if c == country} | _stems(country or "")
     prop = _stems(rest) - _GENERIC - named
@@ -226,6 +248,30 @@ def _both(a: str, b: str, rest: str, passages: list[dict]) -> tuple[str, list[di
     if country is None and not prop:
         return None
     return ("yes" if holds(pa["text"]) and holds(pb["text"]) else "no"), [pa, pb]
+
+
+def _same_by_reader(a: str, b: str, rest: str, pa: dict, pb: dict, reader) -> tuple[str, list[dict]] | None:
+    """ "yes"/"no" for "Are A and B located in the same P?" beyond nationality. The reader answers "A is located in
+    what P?" from A's passage and the same for B; yes when each answer is (mostly) in the other option's passage
+    too. A cross-check rather than a comparison of the two spans, since the reader may take a wider or narrower
+    span in each ("Stockholm, Sweden" from one, "Norrmalm" from the other)."""
+    m = re.search(r"\bthe\s+same\s+(?P<p>[^?]{1,60}?)\s*$", rest, re.I)
+    if reader is None or not m:
+        return None
+    prop = m.group("p")
+    asked = re.sub(r"\b(?:of\s+|from\s+|in\s+)?the\s+same\b", lambda x: x.group(0)[: -len("the same")] + "what", rest)
+    answers = []
+    for option, passage in ((a, pa), (b, pb)):
+        spans = reader.read(f"{option} is {asked}?", [passage["text"]])
+        value = _stems(spans[0].text) - _stems(option) - _stems(prop) if spans else set()
+        if not value:
+            return None
+        answers.append(value)
+    shared = [
+        len(answers[0] & _stems(pb["text"])) / len(answers[0]),
+        len(answers[1] & _stems(pa["text"])) / len(answers[1]),
+    ]
+    return ("yes" if min(shared) >= 0.5 else "no"), [pa, pb]
 
 
 def _split_tail(tail: str, passages: list[dict]) -> tuple[str, str] | None:
@@ -240,19 +286,20 @@ def _split_tail(tail: str, passages: list[dict]) -> tuple[str, str] | None:
     return None
 
 
-def options_answer(question: str, passages: list[dict]) -> dict | None:
-    """{"kind": "choice" | "yes/no", "answer": the option or yes/no, "passages": the evidence} or None."""
+def options_answer(question: str, passages: list[dict], reader=None) -> dict | None:
+    """{"kind": "choice" | "yes/no", "answer": the option or yes/no, "passages": the evidence} or None.
+    reader (rag.agent.reader.Reader or a wrapper): breaks a tie between two options, and answers "the same P"."""
     q = " ".join(question.split())
     if len(q) > MAX_CHARS:
         return None
     m = _BOTH.match(q)
     if m:
-        found = _both(m.group("a"), m.group("b"), m.group("rest"), passages)
+        found = _both(m.group("a"), m.group("b"), m.group("rest"), passages, reader)
         return {"kind": "yes/no", "answer": found[0], "passages": found[1]} if found else None
     m = _BOTH_FIRST.match(q)
     if m:
         split = _split_tail(m.group("tail"), passages)
-        found = _both(m.group("a"), split[0], split[1], passages) if split else None
+        found = _both(m.group("a"), split[0], split[1], passages, reader) if split else None
         return {"kind": "yes/no", "answer": found[0], "passages": found[1]} if found else None
     for pattern in _CHOICE:
         m = pattern.match(q)
@@ -260,6 +307,6 @@ def options_answer(question: str, passages: list[dict]) -> dict | None:
             continue
         parts = m.groupdict()
         predicate = f"{parts.get('pre') or ''} {parts.get('post') or ''}"
-        found = _choose(m.group("a").strip(), m.group("b").strip(), predicate, passages)
+        found = _choose(m.group("a").strip(), m.group("b").strip(), predicate, passages, q, reader)
         return {"kind": "choice", "answer": found[0], "passages": [found[1]]} if found else None
     return None
