@@ -9,7 +9,8 @@ Each round also runs the entity lookup (rag.agent.tools.TitleLinker): passages w
 question (first round) or in the best first-hop passages (the first round too when the planner proposed a hop,
 and the second hop). Whether a proposed hop runs is the learned multi-hop decision (rag.agent.multihop). Bridge
 questions get their second hop from what the first hop found: the question plus each first-hop passage's title and
-new entities; their answer reads the passages in pairs (rag.agent.reading.PairReader).
+new entities; their answer reads the passages in pairs (rag.agent.reading.PairReader). The grader also keeps a
+passage that a kept passage about the question's subject links to (rag.agent.links).
 All retrieved passages are ranked by tier (see ranked_ids); all_gold@10 in rag.studies.agent_eval scores that list.
 """
 
@@ -21,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Annotated, Any, TypedDict
 
 from rag.agent.injection import screen_passages, scrub_answer
+from rag.agent.links import anchors, names, title_name
 from rag.agent.llm import ExtractiveBackend
 from rag.agent.multihop import default_model as multihop_model
 from rag.agent.multihop import effective_threshold
@@ -233,6 +235,7 @@ def grade(state: AgentState, ctx: AgentContext) -> dict:
         except Exception as exc:  # a failing judge is no judge
             warnings.append(f"{ctx.backend.name} could not grade passages ({type(exc).__name__}); used overlap only")
     rescued = reader_keeps(state, ctx, found, ids)
+    linked = link_keeps(state["question"], found, ids)
     kept = [pid for pid in ids if found[pid]["kept"]]
     step = {
         "node": "grade",
@@ -243,6 +246,8 @@ def grade(state: AgentState, ctx: AgentContext) -> dict:
     }
     if rescued:
         step["kept_by_reader"] = rescued
+    if linked:
+        step["kept_by_link"] = linked
     margins = [(found[pid]["reader"], pid) for pid in kept if "reader" in found[pid]]
     if margins:
         best = max(margins)
@@ -251,6 +256,28 @@ def grade(state: AgentState, ctx: AgentContext) -> dict:
     if warnings:
         step["warnings"] = warnings
     return {"found": found, "steps": [step], "warnings": warnings}
+
+
+def link_keeps(question: str, found: dict, ids: list[str]) -> list[str]:
+    """Keep the round's dropped passages that a kept passage about the question's subject links to: a kept
+    passage whose title the question names, and whose text names the dropped passage's title (rag.agent.links).
+    The bridge of a two-hop question shares few words with it ("the woman who portrayed Corliss Archer in Kiss
+    and Tell" -> Shirley Temple), so word overlap drops it. Another passage of the subject's own article (the same
+    title: SQuAD's paragraphs) is not a link. Returns the ids kept this way."""
+    kept = [pid for pid, f in found.items() if f.get("kept")]
+    titles = [str(found[pid]["hit"].passage.title or "") for pid in kept]
+    subject = anchors(question, titles)
+    anchor_texts = [found[kept[i]]["hit"].passage.text.lower() for i in subject]
+    subjects = {title_name(titles[i]) for i in subject}
+    out = []
+    for pid in ids:
+        if found[pid]["kept"] or not anchor_texts:
+            continue
+        name = title_name(found[pid]["hit"].passage.title)
+        if name not in subjects and any(names(name, text) for text in anchor_texts):
+            found[pid]["kept"] = True
+            out.append(pid)
+    return out
 
 
 def reader_keeps(state: AgentState, ctx: AgentContext, found: dict, ids: list[str]) -> list[str]:
