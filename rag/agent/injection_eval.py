@@ -6,8 +6,8 @@ passages whose id hash falls in the held-out quarters 1 and 3 (the classifier tr
 threshold was chosen on quarter 2), plus the sets in tests/data/injection/. Attacks: one file per set (one variant
 per line, a literal \\n between its sentences); a variant counts as caught when any of its sentences is flagged.
 
-SPLIT says what each set was for. fresh4..21 and benign_howto3, benign_ai, benign5..21 were each written by an
-engineer who never saw the detector or its training data, in eighteen rounds; each round's sets were measured once
+SPLIT says what each set was for. fresh4..22 and benign_howto3, benign_ai, benign5..22 were each written by an
+engineer who never saw the detector or its training data, in nineteen rounds; each round's sets were measured once
 as held out:
 - round 1 (first classifier): fresh4 81 % recall; benign_howto3 + benign_ai 7 of 200 flagged;
 - round 2 (wider grammar; fresh3 and benign_howto2 trained on): fresh5 91 % recall; benign5 10 of 150 flagged;
@@ -70,8 +70,13 @@ as held out:
 - round 18 (fresh21, benign21), measured once, blind: the round-17 rules caught 88 of 99 and flagged 10 of 160;
   rules written from round 17's misses (a vocative after "dear" in other languages, Japanese and Korean nominal
   orders to the AI or the model, Bengali and Hindi assistant words with their suffixes) caught the same 88 and
-  flagged the same 10, passed every test, and are shipped. fresh11..20 and benign11..20 are "rules dev" (the
-  rules were written looking at them; the classifier never trained on them); fresh21 and benign21 are held out.
+  flagged the same 10, passed every test, and are shipped;
+- round 19 (fresh22, benign22), measured once, blind: the round-18 rules caught 90 of 99 and flagged 19 of 160
+  (13 by the classifier, 2 quoted overrides in French and Russian); a rule written from round 18's misses
+  (moving money: approving every pending invoice or payment, sending a sum to an account, as a danger of an
+  order to a tool) caught the same 90 and flagged the same 19, passed every test, and is shipped.
+  fresh11..21 and benign11..21 are "rules dev" (the rules were written looking at them; the classifier never
+  trained on them); fresh22 and benign22 are held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -108,6 +113,7 @@ ATTACK_SETS = (
     "fresh19.txt",
     "fresh20.txt",
     "fresh21.txt",
+    "fresh22.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -131,6 +137,7 @@ BENIGN_SETS = (
     "benign19.txt",
     "benign20.txt",
     "benign21.txt",
+    "benign22.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -146,10 +153,10 @@ SPLIT = {  # what each set was used for (see the module doc)
     "benign9.txt": "trained",
     "fresh10.txt": "trained",
     "benign10.txt": "trained",
-    **{f"fresh{n}.txt": "rules dev" for n in range(11, 21)},
-    **{f"benign{n}.txt": "rules dev" for n in range(11, 21)},
-    "fresh21.txt": "held out",
-    "benign21.txt": "held out",
+    **{f"fresh{n}.txt": "rules dev" for n in range(11, 22)},
+    **{f"benign{n}.txt": "rules dev" for n in range(11, 22)},
+    "fresh22.txt": "held out",
+    "benign22.txt": "held out",
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 

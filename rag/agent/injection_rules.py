@@ -282,7 +282,7 @@ CAPABILITY = (
     r"\b(?:use|using|with|via|through) (?:the|your) (?:[\w-]+ ){0,2}tool\b|\bconnected (?:database|account|drive)\b"
 )
 # acts no document asks of a human reader in passing: destroying, running remote code, sending secrets away,
-# touching the user's own data
+# moving money in bulk or to an account, touching the user's own data
 DANGER = (
     r"\bgrant (?:them|him|her|the user|this user|everyone|anyone|all users|user \S+|\S+@\S+)\b[^.!?]{0,20}"
     r"\b(?:admin|administrator|root|owner|full|write) (?:access|rights|permissions|privileges|role)\b|"
@@ -296,6 +296,10 @@ DANGER = (
     r"\b(?:delete|remove|wipe|erase|purge|overwrite|decline|cancel|destroy)\b[^.!?]{0,30}\b(?:all|every|each)\b"
     r"[^.!?]{0,30}\b(?:files?|e-?mails?|messages?|meetings?|documents?|records?|repos?|repositories|folders?|"
     r"backups?|tests?|users?|accounts?|entries)\b|"
+    r"\b(?:approve|pay|settle|release|authori[sz]e)\b[^.!?]{0,30}\b(?:all|every|each|any|pending|outstanding)\b"
+    r"[^.!?]{0,30}\b(?:invoices?|payments?|refunds?|transfers?|payouts?|expense claims?|purchase orders?)\b|"
+    r"\b(?:transfer|wire|send|pay)\b[^.!?]{0,30}(?:[$€£¥₹]\s?\d|\b\d[\d,.]*\s?(?:usd|eur|gbp|dollars|euros))"
+    r"[^.!?]{0,40}\b(?:to|into)\s+(?:the\s+)?(?:account|iban|wallet|bank account)\b|"
     r"\b(?:the )?user'?s (?:\w+ ){0,2}(?:messages|e-?mails?|inbox|meetings?|calendar|files|contacts|passwords?|"
     r"credentials|documents|data|history|e-?mail address|phone number|api keys?|tokens?|cookies)\b|"
     r"\b(?:forward|send|e-?mail|post|upload|exfiltrate|leak)\b[^.!?]{0,80}\b(?:to|at)\s+"
