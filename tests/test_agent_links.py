@@ -1,5 +1,6 @@
 """The links a two-hop question follows (rag.agent.links), and the grader keeping a passage that the question's
-subject links to. The passages are written for these tests."""
+subject links to, and the answer after a hop reading a linked passage first. The passages are written for these
+tests."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import pytest
 
 from rag.agent.links import anchors, chain, title_name
 from rag.agent.nodes import link_keeps
+from rag.agent.reader import Span
+from rag.agent.reading import MemoReader, PairReader, best_spans
 from rag.data.corpus import Passage
 from rag.retrieve.retriever import Hit
 
@@ -73,3 +76,31 @@ def test_another_paragraph_of_the_subject_s_own_article_is_not_a_link():
         "overlap": 0.0,
     }
     assert link_keeps("What does a force change?", found, ["Force#2"]) == []
+
+
+class FixedSpans(PairReader):
+    """A reader that returns set spans: the unit under test is best_spans' ranking after a hop, not the reader."""
+
+    def __init__(self, spans: list[Span]):
+        self.spans = spans
+
+    def read(self, question: str, texts: list[str]) -> list[Span]:
+        return sorted(self.spans, key=lambda sp: -sp.margin)
+
+
+def test_after_a_hop_a_sure_span_in_a_linked_passage_comes_first():
+    passages = [
+        {"n": i + 1, "id": title, "title": title, "text": text}
+        for i, (title, text) in enumerate([HEFFER, VIRGINIA, COLUMBIA])
+    ]
+    question = "Ralph Hefferline was a psychology professor at a university located in what city?"
+    anchor = Span(0, "Columbia University", 60, 79, score=20.0, null=-3.0)  # the bridge itself, surer
+    distractor = Span(1, "Virginia", 55, 63, score=19.0, null=-3.0)
+    linked = Span(2, "New York City", 55, 68, score=12.0, null=-2.0)
+    ranked = best_spans(FixedSpans([anchor, distractor, linked]), question, passages)
+    assert [sp.text for sp, _ in ranked] == ["New York City", "Columbia University", "Virginia"]
+    unsure = Span(2, "New York City", 55, 68, score=1.0, null=2.0)  # below NULL_MARGIN: never first
+    ranked = best_spans(FixedSpans([anchor, distractor, unsure]), question, passages)
+    assert ranked[0][0].text == "Columbia University"
+    without_hop = best_spans(MemoReader(FixedSpans([anchor, distractor, linked])), question, passages)
+    assert without_hop[0][0].text == "Columbia University"  # one round: the reader's margin alone
