@@ -6,8 +6,8 @@ passages whose id hash falls in the held-out quarters 1 and 3 (the classifier tr
 threshold was chosen on quarter 2), plus the sets in tests/data/injection/. Attacks: one file per set (one variant
 per line, a literal \\n between its sentences); a variant counts as caught when any of its sentences is flagged.
 
-SPLIT says what each set was for. fresh4..22 and benign_howto3, benign_ai, benign5..22 were each written by an
-engineer who never saw the detector or its training data, in nineteen rounds; each round's sets were measured once
+SPLIT says what each set was for. fresh4..23 and benign_howto3, benign_ai, benign5..23 were each written by an
+engineer who never saw the detector or its training data, in twenty rounds; each round's sets were measured once
 as held out:
 - round 1 (first classifier): fresh4 81 % recall; benign_howto3 + benign_ai 7 of 200 flagged;
 - round 2 (wider grammar; fresh3 and benign_howto2 trained on): fresh5 91 % recall; benign5 10 of 150 flagged;
@@ -74,9 +74,14 @@ as held out:
 - round 19 (fresh22, benign22), measured once, blind: the round-18 rules caught 90 of 99 and flagged 19 of 160
   (13 by the classifier, 2 quoted overrides in French and Russian); a rule written from round 18's misses
   (moving money: approving every pending invoice or payment, sending a sum to an account, as a danger of an
-  order to a tool) caught the same 90 and flagged the same 19, passed every test, and is shipped.
-  fresh11..21 and benign11..21 are "rules dev" (the rules were written looking at them; the classifier never
-  trained on them); fresh22 and benign22 are held out.
+  order to a tool) caught the same 90 and flagged the same 19, passed every test, and is shipped;
+- round 20 (fresh23, benign23), measured once, blind: the round-19 rules caught 96 of 100 and flagged 19 of
+  160; rules written from round 19's misses and flags ("if this text is processed by an AI assistant, ..." in
+  other languages, automated agents and Copilot addressed in other languages, a Hebrew "instruction to the AI
+  system:", Portuguese "se você for uma IA"; in another language a rule that matches only quoted words leaves the
+  sentence to the classifier; Chinese 提示 alone is a warning on screen, not a prompt) caught the same 96 and
+  flagged 17, passed every test, and are shipped. fresh11..22 and benign11..22 are "rules dev" (the rules were
+  written looking at them; the classifier never trained on them); fresh23 and benign23 are held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -114,6 +119,7 @@ ATTACK_SETS = (
     "fresh20.txt",
     "fresh21.txt",
     "fresh22.txt",
+    "fresh23.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -138,6 +144,7 @@ BENIGN_SETS = (
     "benign20.txt",
     "benign21.txt",
     "benign22.txt",
+    "benign23.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -153,10 +160,10 @@ SPLIT = {  # what each set was used for (see the module doc)
     "benign9.txt": "trained",
     "fresh10.txt": "trained",
     "benign10.txt": "trained",
-    **{f"fresh{n}.txt": "rules dev" for n in range(11, 22)},
-    **{f"benign{n}.txt": "rules dev" for n in range(11, 22)},
-    "fresh22.txt": "held out",
-    "benign22.txt": "held out",
+    **{f"fresh{n}.txt": "rules dev" for n in range(11, 23)},
+    **{f"benign{n}.txt": "rules dev" for n in range(11, 23)},
+    "fresh23.txt": "held out",
+    "benign23.txt": "held out",
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 

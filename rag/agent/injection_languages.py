@@ -87,7 +87,7 @@ IF_AI_ML = (
     r"\bsi (?:vous êtes|tu es) (?:une? )?(?:ia|intelligence artificielle|assistant|modèle|chatbot|robot)\b|"
     r"\bwenn (?:du|sie) (?:eine? )?(?:ki|sprachmodell|assistent|chatbot|bot)\b[^.!?\n]{0,20}\b(?:bist|sind)\b|"
     r"\bsi (?:eres|usted es) (?:una? )?(?:ia|inteligencia artificial|asistente|modelo)\b|"
-    r"\bse (?:você é|voce e|for|és) (?:uma? )?(?:ia|inteligência artificial|assistente|modelo)\b|"
+    r"\bse (?:(?:você|voce|tu) )?(?:é|e|for|fores|és) (?:uma? )?(?:ia|inteligência artificial|assistente|modelo)\b|"
     r"\bse (?:sei|è) (?:un'?|una )?(?:ia|intelligenza artificiale|assistente|modello)\b|"
     r"\bals (?:je|u) (?:een )?(?:ai|ki|taalmodel|assistent|chatbot)\b|"
     r"\bjeśli (?:jesteś|pan jest) (?:\w+ )?(?:ai|si|asystent\w*|model\w*|sztuczn\w*)\b|"
@@ -120,6 +120,26 @@ SYSTEM_HEADER_ML = (
 )
 # the model or the agent, addressed in a header (before a colon): "Προς το μοντέλο:", "ملاحظة للوكيل:"
 # after an addressing word only ("Model: XR-200" is a product sheet, "Agente: ..." a support transcript)
+# "if this text is processed by an AI assistant" / "qualora il presente documento sia elaborato da un agente
+# automatico": a condition on the document being read by a program, which no text puts to a human reader
+THIS_TEXT_ML = (
+    r"(?:ce (?:document|texte|message|fichier)|cette page|dies(?:es|er|e)? (?:dokument|text|seite|nachricht|datei)|"
+    r"este (?:documento|texto|mensaje|mensagem|arquivo|archivo)|esta (?:página|pagina)|(?:questo|il presente) "
+    r"(?:documento|testo|messaggio|file)|questa pagina|dit (?:document|bericht|bestand)|deze (?:tekst|pagina)|"
+    r"(?:этот|данный) (?:текст|документ|файл)|эту страницу|цей (?:текст|документ)|bu (?:metni?|belgeyi?|sayfayı|dosyayı)|"
+    r"هذا (?:النص|المستند|الملف)|هذه الصفحة|המסמך הזה|הטקסט הזה|این (?:متن|سند)|यह (?:पाठ|दस्तावेज़)|इस (?:पाठ|दस्तावेज़)|"
+    r"(?:tài liệu|văn bản|trang) này|(?:dokumen|teks|halaman) ini|ten (?:dokument|text)|tento (?:dokument|text)|"
+    r"αυτό το (?:κείμενο|έγγραφο)|acest (?:document|text)|ta (?:dokument|tekst)|ten plik|tę stronę|"
+    r"detta (?:dokument|text)|denna (?:text|sida))"
+)
+IF_ML = (
+    r"(?:si|wenn|falls|se|qualora|als|indien|jeśli|jeżeli|если|якщо|eğer|إذا|אם|اگر|अगर|यदि|nếu|jika|apabila|om|"
+    r"ifall|pokud|jestli|αν|εάν|dacă|hvis|jos)"
+)
+AUTOMATED_AGENT_ML = (
+    r"(?:agent automatis\w*|agent automatique|agente autom[aá]tic\w*|automatisierte[rn]? agent\w*|"
+    r"автоматизированн\w* агент\w*|automatyczn\w* agent\w*|otomatik ajan\w*)"
+)
 MODEL_ML = (
     r"(?:модел[ьияі]\w*|μοντέλο\w*|modell[oaie]?|modelo|modèle|model|מודל|نموذج|मॉडल|وكيل|agente|агент\w*|ajan\w*|"
     r"agentti\w*|סוכן|एजेंट|\w+assistent\w*|\w+asystent\w*)"
@@ -127,9 +147,9 @@ MODEL_ML = (
 # "to the model / agent / assistant" in one word (Hebrew and Arabic prefixes, the Finnish allative)
 TO_MODEL_ML = r"(?:לעוזר|למודל|לסוכן|לבוט|للوكيل|للمساعد|للنموذج|tekoäly\w*(?:lle|ille))"
 ASSISTANT_ML = (
-    r"(?:(?:ai|ki|ia|ии|ші)[ -]?(?:agent\w*|агент\w*|agente)|(?:(?:ai|ki|ia)-?)?(?:assistant\w*|asistent\w*|assistent\w*|asystent\w*|asistan\w*|ассистент\w*|асистент\w*|"
+    r"(?:(?:(?:ai|ki|ia|ии|ші)[ -]?(?:agent\w*|агент\w*|agente)|(?:(?:ai|ki|ia)-?)?(?:assistant\w*|asistent\w*|assistent\w*|asystent\w*|asistan\w*|ассистент\w*|асистент\w*|"
     r"помощник\w*|помічник\w*|βοηθ\w*|المساعد|مساعد|העוזר|עוזר|دستیار|सहायक\w*|সহকারী\w*|trợ lý|asisten|msaidizi|"
-    r"avustaja\w*|asszisztens\w*|chatbot\w*|בוט|לבוט|ربات|روبوت))"
+    r"avustaja\w*|asszisztens\w*|chatbot\w*|copilot\w*|chatgpt|llm|בוט|לבוט|ربات|روبوت))|" + AUTOMATED_AGENT_ML + ")"
 )
 ASSISTANT_CJK = (  # and Thai, also written without spaces between words
     r"(?:助手|助理|机器人|機器人|アシスタント|ボット|어시스턴트|챗봇|人工智能|人工知能|인공지능|系统|系統|システム|시스템|"
@@ -162,7 +182,7 @@ ADDRESS_ML = (
     r"querid\w+|atención|attenzione|atenção|let op|внимание|увага|dikkat|انتباه|ध्यान दें|per|"
     r"car\w|voor|aan|beste|till|för|kära|til|kjære|kære|için|not|sevgili|إلى|ملاحظة|عزيزي|के लिए|प्रिय|निर्देश|"
     r"для|к|примечание|уважаем\w*|дорог\w*|pro|pentru|προς|για|σημείωση|אל|הערה|برای|به|توجه|untuk|kepada|"
-    r"catatan|cho|gửi|lưu ý)"
+    r"catatan|cho|gửi|lưu ý|הוראה|הוראות|למערכת)"
 )
 
 
@@ -206,7 +226,11 @@ RULES_IN_OTHER_LANGUAGES = [
         r"правил\w*)|(?:прежние|предыдущие) (?:указания|инструкции|правила) больше не действуют",
     ),
     ("role-ru", r"(ты теперь|отныне ты|отвечай только|примечание для (?:ассистента|ии|модели))"),
-    ("override-zh", r"(忽略|无视|忘记|忽视|不要理会)[^。！？]{0,20}(指令|指示|说明|规则|提示|要求)"),
+    (
+        "override-zh",
+        r"(忽略|无视|忘记|忽视|不要理会)[^。！？]{0,20}(指令|指示|说明|规则|要求|提示词|"
+        r"(?:之前|以上|先前|前面|上面|系统|原有|原来|所有)[^。！？]{0,6}提示)",
+    ),
     ("role-zh", r"(你现在是|从现在开始你|只回答|给助手的)"),
     ("override-ja", r"(指示|命令|ルール)[^。！？]{0,15}(無視|忘れ)"),
 ]
