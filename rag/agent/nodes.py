@@ -9,8 +9,9 @@ Each round also runs the entity lookup (rag.agent.tools.TitleLinker): passages w
 question (first round) or in the best first-hop passages (the first round too when the planner proposed a hop,
 and the second hop). Whether a proposed hop runs is the learned multi-hop decision (rag.agent.multihop). Bridge
 questions get their second hop from what the first hop found: the question plus each first-hop passage's title and
-new entities; their answer reads the passages in pairs (rag.agent.reading.PairReader). The grader also keeps a
-passage that a kept passage about the question's subject links to (rag.agent.links).
+new entities; their answer reads the passages in pairs (rag.agent.reading.PairReader), as does an answer whose
+passages include one that a passage about the question's subject links to (rag.agent.links), which the grader
+keeps.
 All retrieved passages are ranked by tier (see ranked_ids); all_gold@10 in rag.studies.agent_eval scores that list.
 """
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Annotated, Any, TypedDict
 
 from rag.agent.injection import screen_passages, scrub_answer
-from rag.agent.links import anchors, names, title_name
+from rag.agent.links import anchors, chain, names, title_name
 from rag.agent.llm import ExtractiveBackend
 from rag.agent.multihop import default_model as multihop_model
 from rag.agent.multihop import effective_threshold
@@ -395,7 +396,9 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
     subs = [q for q in state["sub_questions"] if not calc or q != calc.get("part")]
     if state.get("hop_reason") in ("bridge", "chain", "long"):
         subs = []  # one question asked in steps: answer it, not its pieces
-    if state["hop"] == 2 and ctx.reader is not None:  # a two-hop answer: read the passages in pairs
+    titles, texts = [p["title"] for p in passages], [p["text"] for p in passages]
+    linked = chain(state["question"], titles, texts, fallback_first=False) - set(anchors(state["question"], titles))
+    if (state["hop"] == 2 or linked) and ctx.reader is not None:  # two passages answer it: read them in pairs
         from rag.agent.reading import PairReader
 
         ctx = replace(ctx, reader=PairReader(ctx.reader))
