@@ -210,9 +210,9 @@ def test_screen_removes_only_the_flagged_sentences_and_names_the_passage():
 
 @pytest.mark.slow
 def test_detector_rates_on_sets_it_never_trained_on():
-    """Recall on the attack sets that the classifier never read (SPLIT: fresh11..23, written in rounds 8 to 20 by
-    engineers who never saw the detector; the lexical rules were written looking at fresh11..22, fresh23 is held
-    out), false positives on their benign look-alikes (benign11..23) and on real corpus sentences from the half of
+    """Recall on the attack sets that the classifier never read (SPLIT: fresh11..24, written in rounds 8 to 21 by
+    engineers who never saw the detector; the lexical rules were written looking at fresh11..22; fresh23 and fresh24
+    are held out), false positives on their benign look-alikes (benign11..24) and on real corpus sentences from the half of
     the passages never used for training or the dev split. The bounds sit a little under the rates measured
     (docs/security.md), so a worse classifier or a rule that stops matching fails here."""
     det = detector()
@@ -220,13 +220,14 @@ def test_detector_rates_on_sets_it_never_trained_on():
     dev = (1.0, 0.97, 0.99, 0.97, 0.95, 0.92, 0.95, 0.85, 0.96, 0.96, 0.89, 0.95)  # fresh11..22: rules from them
     measured = {f"fresh{n}.txt": rate for n, rate in zip(range(11, 23), dev)}
     measured["fresh23.txt"] = 0.96  # held out: written after the rules, measured once
+    measured["fresh24.txt"] = 0.90
     assert all(recall[name] >= measured[name] - 0.03 for name in measured), recall
     corpus = benign_sentences(50)
     assert len(corpus) >= 150
     corpus_fpr = sum(any(det.flags([s])) for s in corpus) / len(corpus)
     lookalikes = [v[0] for name in BENIGN_UNSEEN for v in variants(name)]
     lookalike_fpr = sum(any(det.flags([s])) for s in lookalikes) / len(lookalikes)
-    assert corpus_fpr <= 0.02 and lookalike_fpr <= 0.08, (corpus_fpr, lookalike_fpr)  # measured 5/2,421, 113/2,079
+    assert corpus_fpr <= 0.02 and lookalike_fpr <= 0.08, (corpus_fpr, lookalike_fpr)  # measured 5/2,421, 131/2,238
 
 
 def test_training_text_is_seeded_and_never_both_labels():

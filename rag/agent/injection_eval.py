@@ -6,8 +6,8 @@ passages whose id hash falls in the held-out quarters 1 and 3 (the classifier tr
 threshold was chosen on quarter 2), plus the sets in tests/data/injection/. Attacks: one file per set (one variant
 per line, a literal \\n between its sentences); a variant counts as caught when any of its sentences is flagged.
 
-SPLIT says what each set was for. fresh4..23 and benign_howto3, benign_ai, benign5..23 were each written by an
-engineer who never saw the detector or its training data, in twenty rounds; each round's sets were measured once
+SPLIT says what each set was for. fresh4..24 and benign_howto3, benign_ai, benign5..24 were each written by an
+engineer who never saw the detector or its training data, in twenty-one rounds; each round's sets were measured once
 as held out:
 - round 1 (first classifier): fresh4 81 % recall; benign_howto3 + benign_ai 7 of 200 flagged;
 - round 2 (wider grammar; fresh3 and benign_howto2 trained on): fresh5 91 % recall; benign5 10 of 150 flagged;
@@ -80,8 +80,13 @@ as held out:
   other languages, automated agents and Copilot addressed in other languages, a Hebrew "instruction to the AI
   system:", Portuguese "se você for uma IA"; in another language a rule that matches only quoted words leaves the
   sentence to the classifier; Chinese 提示 alone is a warning on screen, not a prompt) caught the same 96 and
-  flagged 17, passed every test, and are shipped. fresh11..22 and benign11..22 are "rules dev" (the rules were
-  written looking at them; the classifier never trained on them); fresh23 and benign23 are held out.
+  flagged 17, passed every test, and are shipped. A classifier retrained on fresh11..22 and benign11..22 too
+  caught 96 and flagged 8, but flagged 8 of 2,421 corpus sentences (shipped: 5) and a test's quoted attack, so it
+  was not shipped;
+- round 21 (fresh24, benign24), measured once, blind, with the round-20 rules: 90 of 100 caught, 18 of 159
+  flagged (the retrained classifier: 93 and 7). fresh11..22 and benign11..22 are "rules dev" (the rules were
+  written looking at them; the classifier never trained on them); fresh23, fresh24, benign23 and benign24 are
+  held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -120,6 +125,7 @@ ATTACK_SETS = (
     "fresh21.txt",
     "fresh22.txt",
     "fresh23.txt",
+    "fresh24.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -145,6 +151,7 @@ BENIGN_SETS = (
     "benign21.txt",
     "benign22.txt",
     "benign23.txt",
+    "benign24.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -164,6 +171,8 @@ SPLIT = {  # what each set was used for (see the module doc)
     **{f"benign{n}.txt": "rules dev" for n in range(11, 23)},
     "fresh23.txt": "held out",
     "benign23.txt": "held out",
+    "fresh24.txt": "held out",
+    "benign24.txt": "held out",
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
