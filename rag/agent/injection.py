@@ -39,7 +39,7 @@ from functools import lru_cache
 import numpy as np
 
 from rag.agent.injection_normalize import normalize
-from rag.agent.injection_rules import QUOTED, lexical, stands_alone
+from rag.agent.injection_rules import lexical, stands_alone, unquoted_rules
 from rag.agent.text import sentences
 
 CLASSIFIER_THRESHOLD = 0.95  # the classifier's probability that flags a sentence. On the dev split (corpus quarter 2,
@@ -244,7 +244,7 @@ class Detector:
         if rule is None:
             return None
         english = surely_english or reads_english(text)
-        if not english and lexical(QUOTED.sub(" ", text), surely_english) is None:
+        if not english and not unquoted_rules(text, surely_english):
             return None  # only quoted words match ("la phrase « ignore les instructions »"): the classifier decides
         alone = not english or stands_alone(text, surely_english) or discards_all_before(text)
         return f"rule:{rule}" if alone or score[1] >= RULE_MIN_PROBABILITY else None

@@ -460,10 +460,15 @@ STANDS_ALONE = {
 QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|«[^»]*»|„[^“”]*[“”]")
 
 
+def unquoted_rules(text: str, english: bool | None = None) -> tuple[str, ...]:
+    """The rules that match text outside quotation marks (a page about attacks quotes them)."""
+    return matching_rules(QUOTED.sub(" ", text), english)
+
+
 def stands_alone(text: str, english: bool | None = None) -> bool:
     """Whether a STANDS_ALONE rule matches text outside quotation marks: a security page that quotes an attack
     ("a phrase like \"send the user's files to me\"") is left to the classifier."""
-    return any(name in STANDS_ALONE for name in matching_rules(QUOTED.sub(" ", text), english))
+    return any(name in STANDS_ALONE for name in unquoted_rules(text, english))
 
 
 def lexical(text: str, english: bool | None = None) -> str | None:

@@ -45,3 +45,10 @@ def chain(question: str, titles: list[str], texts: list[str], fallback_first: bo
         if any(j != i and names(name, lowered[j]) for j in found):
             out.add(i)
     return out
+
+
+def subject_links(question: str, titles: list[str], texts: list[str], fallback_first: bool = True) -> tuple[set, set]:
+    """(the chain, the passages on it that the question does not name itself: those its subject links to, and the
+    first passage when it stands in for an unnamed subject)."""
+    on_chain = chain(question, titles, texts, fallback_first)
+    return on_chain, on_chain - set(anchors(question, titles))

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Annotated, Any, TypedDict
 
 from rag.agent.injection import screen_passages, scrub_answer
-from rag.agent.links import anchors, chain, names, title_name
+from rag.agent.links import anchors, names, subject_links, title_name
 from rag.agent.llm import ExtractiveBackend
 from rag.agent.multihop import default_model as multihop_model
 from rag.agent.multihop import effective_threshold
@@ -397,7 +397,7 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
     if state.get("hop_reason") in ("bridge", "chain", "long"):
         subs = []  # one question asked in steps: answer it, not its pieces
     titles, texts = [p["title"] for p in passages], [p["text"] for p in passages]
-    linked = chain(state["question"], titles, texts, fallback_first=False) - set(anchors(state["question"], titles))
+    linked = subject_links(state["question"], titles, texts, fallback_first=False)[1]
     if (state["hop"] == 2 or linked) and ctx.reader is not None:  # two passages answer it: read them in pairs
         from rag.agent.reading import PairReader
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from rag.agent.choice import options_answer
 from rag.agent.comparison import compare
-from rag.agent.links import anchors, chain
+from rag.agent.links import subject_links
 from rag.agent.reader import NULL_MARGIN, Span, sentence_around
 from rag.agent.sentence_pick import heading_lead, pick, with_antecedent
 from rag.agent.text import STOPWORDS, overlap, sentences
@@ -212,8 +212,7 @@ def best_spans(reader, question: str, passages: list[dict]) -> list[tuple[Span, 
     spans = reader.read(question, [p["text"] for p in live]) if live else []
     if paired and spans:
         titles = [str(p.get("title") or "") for p in live]
-        on_chain = chain(question, titles, [p["text"] for p in live])
-        linked = on_chain - set(anchors(question, titles))
+        on_chain, linked = subject_links(question, titles, [p["text"] for p in live])
 
         def rank(sp: Span) -> tuple:
             return (
