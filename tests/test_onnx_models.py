@@ -30,7 +30,10 @@ def test_committed_weights_match_their_checksum_and_size(module):
 
 
 def test_reader_onnx_equals_torch():
-    model, _ = build_reader()
+    from rag.agent.adapters import saved_rank
+    from rag.agent.reader_model import RANK
+
+    model, _ = build_reader(saved_rank(reader.WEIGHTS, RANK))  # the committed soup of two stages has 2·RANK
     load_reader_weights(model, reader.WEIGHTS)
     model.eval()
     batch = reader.pad_batch(reader.featurize(reader.tokenizer(), QUESTION, TEXTS))

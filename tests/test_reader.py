@@ -175,3 +175,28 @@ def test_a_two_hop_answer_is_read_in_pairs_and_mapped_back_to_its_passage():
     assert spans and all(texts[sp.passage][sp.start : sp.end] == sp.text for sp in spans)
     assert spans[0].passage == 1 and spans[0].text == "1997"
     assert PairReader(default_reader()).read("Who sings?", texts[:1])  # one passage: read alone
+
+
+def test_the_second_stage_trains_on_hotpotqa_pairs_it_is_never_evaluated_on():
+    """--hotpot windows: two paragraphs joined as the PairReader joins them, the label on the answer, and none of
+    the 300 HotpotQA queries (the 100 development and 200 held-out ones) among them."""
+    from rag.agent.reader_train import hotpot_examples
+    from rag.agent.reading import PAIR_JOIN
+    from rag.data.corpus import load_corpus
+
+    examples = hotpot_examples()
+    evaluated = {q.text for q in load_corpus("hotpotqa").queries}
+    assert len(examples) >= 300 and not {q for q, *_ in examples} & evaluated
+    answered = [(t, s, e) for _, t, s, e in examples if s >= 0]
+    assert all(PAIR_JOIN in t for t, *_ in answered)
+    assert len(answered) < len(examples)  # two distractors joined: "not in this window"
+    assert all(t[s:e].strip() == t[s:e] and t[s:e].lower() not in ("yes", "no") for t, s, e in answered)
+
+
+@pytest.mark.parametrize("args", [["--soup"], ["--soup", "--init", "same.npz", "--out", "same.npz"]])
+def test_a_soup_without_its_first_stage_is_refused_before_training(args, cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "same.npz").write_bytes(b"weights")
+    result = cli(["train", "reader", "--hotpot", *args])
+    assert result.exit_code != 0 and "--init" in result.output
+    assert (tmp_path / "same.npz").read_bytes() == b"weights"  # nothing overwritten

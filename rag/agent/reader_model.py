@@ -17,7 +17,7 @@ ALPHA = 64
 RETRAIN = "rag train reader"
 
 
-def build_model():
+def build_model(rank: int = RANK):
     """MiniLM with adapters and a span head; returns (model, trainable parameters by name)."""
     import torch
     from transformers import AutoModel
@@ -39,7 +39,7 @@ def build_model():
             return logits[..., 0], logits[..., 1]
 
     model = SpanReader()
-    return model, add_adapters(model, model.bert, RANK, ALPHA)
+    return model, add_adapters(model, model.bert, rank, ALPHA)  # a soup of n runs: rank n·RANK, scale ALPHA/(n·RANK)
 
 
 def load_weights(model, path: Path) -> None:
@@ -51,9 +51,9 @@ def load_weights(model, path: Path) -> None:
 def export_reader(weights: Path, target: Path) -> None:
     """Merge the adapters into MiniLM and export (input_ids, attention_mask, token_type_ids) → (start_logits,
     end_logits), with dynamic batch and sequence axes."""
-    from rag.agent.adapters import export_onnx, merge
+    from rag.agent.adapters import export_onnx, merge, saved_rank
 
-    model, _ = build_model()
+    model, _ = build_model(saved_rank(weights, RANK))
     load_weights(model, weights)
     model.eval()
     merge(model)

@@ -30,13 +30,19 @@ def train_reader(
     checkpoint_dir: Path = typer.Option(
         None, help="Checkpoints every 25 steps; a killed run started again with the same options resumes."
     ),
+    hotpot: bool = typer.Option(
+        False, help="Second stage: two-paragraph reading on HotpotQA's distractor sample, mixed with SQuAD."
+    ),
+    init: Path = typer.Option(None, help="Start from these weights (the first stage's) instead of MiniLM alone."),
+    soup: bool = typer.Option(False, help="Save the mean of --init's weights and the trained ones (a model soup)."),
 ):
-    """Fine-tune the span reader (adapters on the packaged MiniLM) on SQuAD's first 40 articles."""
-    _train_reader(epochs, minutes, batch, lr, limit, threads, out, checkpoint_dir)
+    """Fine-tune the span reader (adapters on the packaged MiniLM) on SQuAD's first 40 articles; then, with
+    --hotpot --init, on HotpotQA's two-paragraph questions."""
+    _train_reader(epochs, minutes, batch, lr, limit, threads, out, checkpoint_dir, hotpot, init, soup)
 
 
 @handle_errors
-def _train_reader(epochs, minutes, batch, lr, limit, threads, out, checkpoint_dir):
+def _train_reader(epochs, minutes, batch, lr, limit, threads, out, checkpoint_dir, hotpot, init, soup):
     import json
 
     from rag.agent.reader import WEIGHTS
@@ -51,6 +57,9 @@ def _train_reader(epochs, minutes, batch, lr, limit, threads, out, checkpoint_di
         limit=limit,
         threads=threads,
         checkpoint_dir=checkpoint_dir,
+        hotpot=hotpot,
+        init=Path(init) if init else None,
+        soup=soup,
         progress=print_progress,
     )
     console.print_json(json.dumps(info))
