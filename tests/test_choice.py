@@ -134,6 +134,8 @@ def test_a_tie_is_broken_by_the_reader_and_the_answer_is_still_an_option(reader)
     assert options_answer(question, [dahl, brandt]) is None  # without a reader: a tie, as before
     got = options_answer(question, [dahl, brandt], reader)
     assert got is not None and got["kind"] == "choice" and got["answer"] == "Iver Dahl", got
+    other = options_answer(question.replace("animation", "documentaries"), [dahl, brandt], reader)
+    assert other is not None and other["answer"] == "Sofie Brandt", other  # the other way round: the other option
 
 
 @pytest.mark.parametrize(

@@ -211,7 +211,10 @@ def _choose(
 
 def _reader_choice(question: str, first: tuple[str, dict], second: tuple[str, dict], reader) -> tuple[str, dict] | None:
     """The option whose passage the reader answers the question from more surely (the larger margin of its best
-    span over its window's no-answer score), when the words and years tie; None without a reader or a span."""
+    span over its window's no-answer score), when the words and years tie; None without a reader or a span.
+    The question comes without its options ("Which filmmaker was known for animation?"): with "A or B" in it, a
+    reader trained on HotpotQA comparisons answers with whichever name it sees, and its margins stop telling the
+    passages apart."""
     if reader is None or not question:
         return None
     spans = [sp for sp in reader.read(question, [first[1]["text"], second[1]["text"]]) if sp.passage in (0, 1)]
@@ -263,7 +266,7 @@ def _same_by_reader(a: str, b: str, rest: str, pa: dict, pb: dict, reader) -> tu
     answers = []
     for option, passage in ((a, pa), (b, pb)):
         spans = reader.read(f"{option} is {asked}?", [passage["text"]])
-        value = _stems(spans[0].text) - _stems(option) - _stems(prop) if spans else set()
+        value = _stems(_nearest_to(prop, spans[0].text)) - _stems(option) - _stems(prop) if spans else set()
         if not value:
             return None
         answers.append(value)
@@ -272,6 +275,20 @@ def _same_by_reader(a: str, b: str, rest: str, pa: dict, pb: dict, reader) -> tu
         len(answers[1] & _stems(pa["text"])) / len(answers[1]),
     ]
     return ("yes" if min(shared) >= 0.5 else "no"), [pa, pb]
+
+
+def _nearest_to(prop: str, span: str) -> str:
+    """The words of a span that name the property itself: "Norrmalm" from "Norrmalm district of Stockholm, Sweden"
+    (what comes before the property's noun), "Norrmalm" from "the district of Norrmalm" (what follows it when
+    nothing comes before). A wide span names the places that hold the property's value too, and two different
+    districts of one city share those."""
+    noun = prop.split()[-1] if prop.split() else ""
+    m = re.search(rf"\b{re.escape(noun)}\w*\b", span, re.I) if noun else None
+    if m is None:
+        return span
+    before = re.sub(r"^(?:the|a|an)\s+", "", span[: m.start()].strip(" ,"), flags=re.I)
+    after = re.sub(r"^(?:of|in|at)\s+", "", span[m.end() :].strip(" ,"), flags=re.I)
+    return before or after or span
 
 
 def _split_tail(tail: str, passages: list[dict]) -> tuple[str, str] | None:
@@ -307,6 +324,7 @@ def options_answer(question: str, passages: list[dict], reader=None) -> dict | N
             continue
         parts = m.groupdict()
         predicate = f"{parts.get('pre') or ''} {parts.get('post') or ''}"
-        found = _choose(m.group("a").strip(), m.group("b").strip(), predicate, passages, q, reader)
+        asked = " ".join(predicate.split()) + "?"  # the question without its options, for the reader
+        found = _choose(m.group("a").strip(), m.group("b").strip(), predicate, passages, asked, reader)
         return {"kind": "choice", "answer": found[0], "passages": [found[1]]} if found else None
     return None
