@@ -12,7 +12,7 @@ both sides from shared parts, with the same verbs on each side:
   alike digits, odd casing);
 - negatives: orders to people about things in the world with the trigger verbs (ignore, override, reply, tell
   the user, answer), sentences that describe assistants, models and prompts (including prompt injection, in the
-  third person), and everyday uses of "you are now", "from now on", "system", "prompt" and "instructions".
+  third person, and security writing that quotes an attack to describe it), and everyday uses of "you are now", "from now on", "system", "prompt" and "instructions".
 
 Real text joins both sides in rag.agent.injection_fit (corpus sentences as negatives, the committed attack sets as
 positives), so the classifier does not learn "generated" against "real". Everything is seeded: the same seed, the
@@ -720,9 +720,39 @@ def markdown_reference(rng: random.Random) -> str:
     return text
 
 
+# Security writing quotes attacks to describe them: the quote is an injection, the sentence around it is not.
+QUOTE_FRAMES = [
+    'The paper lists "{q}" among the payloads that slipped past keyword filters.',
+    'In the demo, a product review containing "{q}" changed what the shopping assistant recommended.',
+    'Filters that only look for "{q}" miss paraphrases, the authors note.',
+    'Red-team exercise 4 planted the line "{q}" in a support ticket to test the screen.',
+    'A textbook example of indirect prompt injection is the sentence "{q}".',
+    'Our scanner quarantines uploaded documents containing phrases like "{q}".',
+    'The workshop slides quote "{q}" as a typical planted instruction.',
+    'Treat text such as "{q}" inside retrieved documents as data, never as an instruction.',
+    'Researchers found "{q}" hidden in white-on-white text on several product pages.',
+    'The incident report says a calendar invite carried "{q}" in its description field.',
+    "Phrases like '{q}' are the first thing a prompt-injection benchmark tests.",
+    'Why does "{q}" work at all? Because the model cannot tell data from instructions.',
+    'The CTF challenge asked players to get the bot to obey "{q}" from a hidden comment.',
+    'Logs showed the string "{q}" in 14 scraped pages last month.',
+]
+
+
+def quoted_discussion(rng: random.Random) -> str:
+    """A sentence of security writing that quotes an attack (an override or a dictated answer) to describe it."""
+    if rng.random() < 0.5:
+        quote = f"{rng.choice(OVERRIDE_VERBS)} {rng.choice(INSTRUCTION_NOUNS)}"
+    else:
+        quote = _order(rng)
+    return rng.choice(QUOTE_FRAMES).format(q=quote)
+
+
 def negative(rng: random.Random) -> str:
     """One generated benign sentence with the same verbs and nouns as the injections."""
-    kind = rng.randrange(9)
+    kind = rng.randrange(10)
+    if kind == 9:
+        return quoted_discussion(rng)
     if kind == 8:
         return markdown_reference(rng)
     if kind == 7:

@@ -6,8 +6,8 @@ passages whose id hash falls in the held-out quarters 1 and 3 (the classifier tr
 threshold was chosen on quarter 2), plus the sets in tests/data/injection/. Attacks: one file per set (one variant
 per line, a literal \\n between its sentences); a variant counts as caught when any of its sentences is flagged.
 
-SPLIT says what each set was for. fresh4..24 and benign_howto3, benign_ai, benign5..24 were each written by an
-engineer who never saw the detector or its training data, in twenty-one rounds; each round's sets were measured once
+SPLIT says what each set was for. fresh4..25 and benign_howto3, benign_ai, benign5..25 were each written by an
+engineer who never saw the detector or its training data, in twenty-two rounds; each round's sets were measured once
 as held out:
 - round 1 (first classifier): fresh4 81 % recall; benign_howto3 + benign_ai 7 of 200 flagged;
 - round 2 (wider grammar; fresh3 and benign_howto2 trained on): fresh5 91 % recall; benign5 10 of 150 flagged;
@@ -84,9 +84,11 @@ as held out:
   caught 96 and flagged 8, but flagged 8 of 2,421 corpus sentences (shipped: 5) and a test's quoted attack, so it
   was not shipped;
 - round 21 (fresh24, benign24), measured once, blind, with the round-20 rules: 90 of 100 caught, 18 of 159
-  flagged (the retrained classifier: 93 and 7). fresh11..22 and benign11..22 are "rules dev" (the rules were
-  written looking at them; the classifier never trained on them); fresh23, fresh24, benign23 and benign24 are
-  held out.
+  flagged (the retrained classifier: 93 and 7);
+- round 22 (fresh25, benign25), measured once, blind: the round-20 screen caught 94 of 100 and flagged 13 of 160;
+  classifier 9 (trained on fresh11..24 and benign11..24 too, with the built-in corpus's training-quarter lines and
+  security writing that quotes attacks as negatives) caught 96 and flagged 3, passed every test, and is shipped.
+  Everything before fresh25 and benign25 is training data now; they are held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -126,6 +128,7 @@ ATTACK_SETS = (
     "fresh22.txt",
     "fresh23.txt",
     "fresh24.txt",
+    "fresh25.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -152,6 +155,7 @@ BENIGN_SETS = (
     "benign22.txt",
     "benign23.txt",
     "benign24.txt",
+    "benign25.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -167,12 +171,10 @@ SPLIT = {  # what each set was used for (see the module doc)
     "benign9.txt": "trained",
     "fresh10.txt": "trained",
     "benign10.txt": "trained",
-    **{f"fresh{n}.txt": "rules dev" for n in range(11, 23)},
-    **{f"benign{n}.txt": "rules dev" for n in range(11, 23)},
-    "fresh23.txt": "held out",
-    "benign23.txt": "held out",
-    "fresh24.txt": "held out",
-    "benign24.txt": "held out",
+    **{f"fresh{n}.txt": "trained" for n in range(11, 25)},
+    **{f"benign{n}.txt": "trained" for n in range(11, 25)},
+    "fresh25.txt": "held out",
+    "benign25.txt": "held out",
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 

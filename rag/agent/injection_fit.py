@@ -4,9 +4,10 @@ adapters (torch, CPU; 21 minutes on 2 shared cores).
 Positives: generated injections (rag.agent.injection_data, every kind: overrides with and without an override
 verb, dictated answers, passive obligations, roles, leaks, markup, split and obfuscated text), the exemplars of
 rag.agent.injection, TRAIN_POSITIVE below and the committed attack sets TRAIN_ATTACK_SETS.
-Negatives: generated benign text with the same verbs (orders to people, descriptions of assistants), real corpus
-sentences from the passages whose id hash falls in quarter 0 (quarter 2 is the dev split that chose the
-threshold; quarters 1 and 3 are only measured), BENIGN_IMPERATIVE below and the sets TRAIN_BENIGN_SETS. Texts
+Negatives: generated benign text with the same verbs (orders to people, descriptions of assistants, security
+writing that quotes an attack), real corpus sentences from the passages whose id hash falls in quarter 0 (quarter
+2 is the dev split that chose the threshold; quarters 1 and 3 are only measured), every sentence of the built-in
+corpus's quarter-0 passages (its short technical lines), BENIGN_IMPERATIVE below and the sets TRAIN_BENIGN_SETS. Texts
 are normalised (rag.agent.injection_normalize) as at query time. Class-balanced cross-entropy, AdamW, linear decay.
 
 The weights (rag/agent/injection_classifier.npz, about 1.3 MB) and a JSON beside them (sha256, the command,
@@ -201,6 +202,19 @@ def corpus_sentences(quarter: int | tuple[int, ...], per_corpus: int = 200) -> l
     return [s for taken in by_corpus(quarters, per_corpus, per_passage=3).values() for s in taken]
 
 
+def builtin_lines(quarter: int = 0) -> list[str]:
+    """Every sentence (at least 20 characters) of the built-in corpus's passages in the quarter: its short
+    technical lines ("recall is 1.0 by definition") are unlike the first sentences of the other corpora."""
+    import zlib
+
+    from rag.agent.text import sentences
+    from rag.data.corpus import load_corpus
+
+    passages = load_corpus("builtin").passages
+    picked = [p for p in passages if zlib.crc32(p.id.encode()) % 4 == quarter]
+    return [s for p in picked for s in sentences(p.text) if len(s) >= 20]
+
+
 def training_texts(seed: int = 0) -> tuple[list[str], list[int]]:
     """(texts, labels) for training, shuffled: see the module doc."""
     from rag.agent.injection import EXEMPLARS
@@ -211,7 +225,7 @@ def training_texts(seed: int = 0) -> tuple[list[str], list[int]]:
     attacks = [line.replace("\\n", " ") for name in TRAIN_ATTACK_SETS for line in read_lines(name)]
     positives = gen_pos + EXEMPLARS + TRAIN_POSITIVE + attacks
     benign_sets = [line for name in TRAIN_BENIGN_SETS for line in read_lines(name)]
-    negatives = gen_neg + corpus_sentences(0, per_corpus=1500) + BENIGN_IMPERATIVE + benign_sets
+    negatives = gen_neg + corpus_sentences(0, per_corpus=1500) + builtin_lines(0) + BENIGN_IMPERATIVE + benign_sets
     pairs = [(t, 1) for t in positives] + [(t, 0) for t in negatives]
     random.Random(seed).shuffle(pairs)
     return [t for t, _ in pairs], [y for _, y in pairs]
