@@ -140,3 +140,24 @@ def test_planted_instruction_is_treated_as_data(tmp_path):
     assert "vector" in result["answer"]
     assert "ACCESS GRANTED" not in result["answer"] and "evil.example" not in result["answer"]
     assert any("instruction-like" in w for w in result["warnings"])
+
+
+def test_each_part_of_a_multi_part_question_keeps_the_passage_that_answers_it(builtin_retriever):
+    """The grader drops the passage of the second part by word overlap with the whole question; the reader reads each
+    part and keeps its best passage, so both parts are answered ("..., and on what length ..." splits too)."""
+    result = run_agent(
+        "What are ALiBi's head slopes for an 8-head model, and on what sequence length was the ALiBi paper trained?",
+        retriever=builtin_retriever,
+    )
+    assert result["mode"] == "multi-part" and len(result["sub_questions"]) == 2
+    assert "1/256" in result["answer"] and "1,024 tokens" in result["answer"]
+    check_citations(result, builtin_retriever.corpus)
+
+
+def test_a_yes_no_answer_comes_from_the_sentence_that_settles_it(builtin_retriever):
+    result = run_agent("Does rotary position embedding also rotate the value vectors?", retriever=builtin_retriever)
+    assert "Values are not rotated" in result["answer"]
+    result = run_agent(
+        "Can I remove vectors from a FAISS HNSW index once they've been added?", retriever=builtin_retriever
+    )
+    assert result["answer"].startswith("No — ") and "Deletion is not supported" in result["answer"]

@@ -137,3 +137,13 @@ def test_a_query_is_never_cut_inside_a_word():
     assert clip_words("install Zephyr with HTTP/2 support", 30, "…") == "install Zephyr with HTTP/2…"
     assert clip_words("short", 30) == "short"
     assert clip_words("supercalifragilistic", 5) == "supercalifragilistic"  # one long word stays whole
+
+
+def test_a_second_part_after_a_preposition_is_its_own_question():
+    from rag.agent.planner import split_parts
+
+    assert split_parts("What are ALiBi's head slopes, and on what sequence length was the ALiBi paper trained?") == [
+        "What are ALiBi's head slopes?",
+        "on what sequence length was the ALiBi paper trained?",
+    ]
+    assert split_parts("Which index, and for which corpus size?") == ["Which index, and for which corpus size?"]

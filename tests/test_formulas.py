@@ -153,3 +153,38 @@ def test_the_calculator_cites_the_passage_that_states_its_formula():
     states = {"n": 2, "title": "Scaling", "text": "Forward and backward together cost C ≈ 6·N FLOPs per token."}
     assert calc_source(calc, [uses, states])["n"] == 2
     assert calc_source({**calc, "cite": r"nowhere"}, [uses, states])["n"] == 1  # none states it: the best topic match
+
+
+def test_a_formula_that_leaves_a_given_number_unused_does_not_answer():
+    """A formula answers only a question whose every number it reads or states: Adam's 16 bytes per parameter is no
+    answer to "7B on 2 trillion tokens at 40% of 989 TFLOP/s", nor exp(H) to a per-word perplexity."""
+    from rag.agent.formulas import unused_numbers
+
+    assert (
+        calculate(
+            "About how many device-hours would it take to train a 7B model on 2 trillion tokens at 40% "
+            "utilisation of a 989 TFLOP/s accelerator?"
+        )
+        is None
+    )
+    assert (
+        calculate(
+            "If my tokenizer averages 1.3 tokens per word and the per-token loss is 2.0 nats, what is the "
+            "perplexity per word?"
+        )
+        is None
+    )
+    hnsw = calculate("How many bytes per vector does an HNSW index with M = 32 use for 384-dimensional vectors?")
+    assert hnsw is not None and "1,792" in hnsw.text  # d is read, though the sentence does not repeat it
+    # numbers inside names, ranks and exponents are not numbers the question gives
+    assert unused_numbers("How big is GPT-2's table in fp32 at top-10, 2^16 rows?", "65,536 rows") == []
+    assert unused_numbers("A 7B model in bf16 for 40% of the time", "7,000,000,000 parameters; 0.4") == []
+
+
+def test_worded_counts_and_both_d_rules():
+    """ "about a million vectors" is n = 1,000,000; a question naming both rules of thumb gets both figures."""
+    nlist = calculate("I have about a million vectors for an IVF index. How should I choose nlist?")
+    assert nlist is not None and nlist.kind == "nlist" and "between about 1,000 and 16,000" in nlist.text
+    both = calculate("For a vocabulary of 50,000 items, which gives a smaller d, 1.5·√V or the fourth-root rule?")
+    assert both is not None and "≈ 335" in both.text and "≈ 15.0" in both.text
+    assert "the fourth-root rule gives the smaller d" in both.text

@@ -168,3 +168,40 @@ def test_the_verbs_family_covers_the_question_word():
     }
     got = pick("Can I delete vectors from the Acme store?", [p])
     assert got["prefix"] == "No — " and got["sentence"].startswith("Deletion is not supported")
+
+
+def test_an_ability_question_is_answered_by_a_verb_of_the_same_ability():
+    """ "Can I remove ...?" is settled by "Deletion is not supported", though the long question's other words
+    ("once they've been added") are not in that sentence."""
+    hnsw = {
+        "n": 1,
+        "id": "hnsw.md#4",
+        "title": "FAISS HNSW — Limits",
+        "text": "HNSW builds its graph as vectors arrive. Deletion is not supported in FAISS's HNSW; rebuilding is "
+        "the usual answer.",
+    }
+    got = pick("Can I remove vectors from a FAISS HNSW index once they've been added?", [hnsw])
+    assert got["prefix"] == "No — " and got["sentence"].startswith("Deletion is not supported")
+
+
+def test_plural_and_singular_share_a_stem():
+    from rag.agent.sentence_pick import stem
+
+    assert stem("embeddings") == stem("embedding") and stem("values") == stem("value")
+    assert stem("parameters") == "parameter" and stem("choosing") == stem("choose")
+
+
+def test_a_sentence_about_this_value_brings_the_value():
+    text = "A uniform guess over 50,257 tokens has loss ln 50,257 ≈ 10.82 nats. A freshly initialised model starts near this value."
+    start = text.index("A freshly")
+    a, b = with_antecedent(text, start, len(text))
+    assert text[a:b].startswith("A uniform guess") and "10.82" in text[a:b]
+
+
+def test_definition_questions_in_other_words():
+    from rag.agent.reading import definition_target
+
+    assert definition_target("What's the basic idea behind Matryoshka embeddings?") == "Matryoshka embeddings"
+    assert definition_target("What is meant by a static embedding?") == "static embedding"
+    assert definition_target("Define perplexity.") == "perplexity"
+    assert definition_target("what's the usual default for the b parameter in bm25") is None  # no term to define

@@ -141,9 +141,15 @@ def parse_number(digits: str, suffix: str | None = None) -> float:
     return value
 
 
+WORDED_ONE = re.compile(
+    r"\b(?:a|one)\s+(thousand|million|billion|trillion)\b", re.IGNORECASE
+)  # "a million" = 1 million
+
+
 def read_quantities(question: str) -> dict[str, float]:
     """Every quantity the question gives, by name (V, d, N, D, T, B, L, n, M, m, H, PPL). "a 50k×768 table" gives V
-    and d."""
+    and d; "about a million vectors" gives n."""
+    question = WORDED_ONE.sub(r"1 \1", question)
     out: dict[str, float] = {}
     shape = _SHAPE.search(question)
     if shape:
@@ -399,16 +405,18 @@ def _training_memory(q: dict, low: str):
 
 def _sqrt_rule(q: dict, low: str):
     v = q.get("V") or q["outcomes"]
-    if re.search(r"fourth root|\^\s*\(?1/4|quartic", low):
-        value = v**0.25
-        text = f"The fourth-root rule gives d ≈ V^(1/4) = {fmt_int(v)}^(1/4) ≈ {value:.1f}."
-        return {"V": _as_int(v), "d": round(value, 2)}, text
-    value = sqrt_heuristic(v)
-    text = (
+    fourth = f"The fourth-root rule gives d ≈ V^(1/4) = {fmt_int(v)}^(1/4) ≈ {v**0.25:.1f}."
+    sqrt = (
         f"The 1.5·√V rule of thumb gives d ≈ 1.5 × √{fmt_int(v)} = 1.5 × {math.sqrt(v):.1f} "
-        f"≈ {value:.0f} for V = {fmt_int(v)}."
+        f"≈ {sqrt_heuristic(v):.0f} for V = {fmt_int(v)}."
     )
-    return {"V": _as_int(v), "d": round(value, 2)}, text
+    if re.search(r"fourth[- ]root|\^\s*\(?1/4|quartic", low):
+        if re.search(r"√|sqrt|square[- ]root|1\.5", low):  # both rules named: both figures, the smaller said
+            small = "the fourth-root rule" if v**0.25 < sqrt_heuristic(v) else "the 1.5·√V rule"
+            text = f"{sqrt[:-1]}; {fourth[0].lower()}{fourth[1:-1]}, so {small} gives the smaller d."
+            return {"V": _as_int(v), "d_sqrt": round(sqrt_heuristic(v), 2), "d_fourth_root": round(v**0.25, 2)}, text
+        return {"V": _as_int(v), "d": round(v**0.25, 2)}, fourth
+    return {"V": _as_int(v), "d": round(sqrt_heuristic(v), 2)}, sqrt
 
 
 def _position_table(q: dict, low: str):
@@ -769,9 +777,37 @@ def _has(q: dict, need: str) -> bool:
     return any(all(x in q for x in alt.split(",")) for alt in need.split("|"))
 
 
+# A number the question gives on its own: not part of a name (GPT-2, fp32, SQ8, L6), an ordinal (3rd), a rank
+# (top-10, @10) or an exponent (2^16, 10⁹).
+_GIVEN = re.compile(
+    r"(?<![\w.@^/-])(\d+(?:,\d{3})+|\d+(?:\.\d+)?)(?:\s*-?\s*(k|K|M|B|T|bn|thousand|million|billion|trillion)(?![a-zA-Z]))?"
+    r"(?![\w^⁰¹²³⁴⁵⁶⁷⁸⁹]|\.\d|\s*(?:\^|\*\*))"
+)
+_STATED = re.compile(
+    r"(\d+(?:,\d{3})+|\d+(?:\.\d+)?)(?:\s*-?\s*(k|K|M|B|T|bn|thousand|million|billion|trillion)(?![a-zA-Z]))?"
+)
+
+
+def unused_numbers(question: str, text: str, read: tuple[float, ...] = ()) -> list[str]:
+    """The numbers the question gives that the calculator neither read as an input it needs (`read`) nor states
+    in its sentence (as written or scaled: 7B is 7,000,000,000; 40% is 0.4). A formula that leaves one unused answers another question than the one asked
+    ("7B on 2 trillion tokens at 40% of 989 TFLOP/s" is not Adam's 16 bytes per parameter)."""
+    stated = set(read)
+    for m in _STATED.finditer(text.translate(_SUPERSCRIPT)):
+        raw = float(m.group(1).replace(",", ""))
+        stated |= {raw, raw * _SCALE[m.group(2).lower()] if m.group(2) else raw}
+    out = []
+    for m in _GIVEN.finditer(question):
+        raw = float(m.group(1).replace(",", ""))
+        value = raw * _SCALE[m.group(2).lower()] if m.group(2) else raw
+        if not any(math.isclose(x, v, rel_tol=1e-9) for x in stated for v in (raw, value, raw / 100)):
+            out.append(m.group(0))
+    return out
+
+
 def calculate(question: str) -> CalcResult | None:
-    """The first formula in FORMULAS whose quantity the question asks for and whose numbers it gives, applied;
-    None when there is none."""
+    """The first formula in FORMULAS whose quantity the question asks for, whose numbers it gives and whose
+    sentence states every number the question gives, applied; None when there is none."""
     q = read_quantities(question)
     outcomes = _OUTCOMES.search(question)
     if outcomes or "V" in q:
@@ -786,6 +822,11 @@ def calculate(question: str) -> CalcResult | None:
         if done is None:
             continue
         values, text = done[:2]
+        # read: the numbers the formula needs, and those whose symbol its sentence names ("d + 2·M·4" uses M)
+        named = [x for x in q if x != "outcomes" and re.search(rf"(?<!\w){re.escape(x)}(?!\w)", text)]
+        read = [q[x] for need in f.needs for alt in need.split("|") for x in alt.split(",") if x in q]
+        if unused_numbers(question, text, tuple(read + [q[x] for x in named])):
+            continue
         source = {"topic": f.topic, "cite": f.cite} | (done[2] if len(done) > 2 else {})  # a case's own passage
         inputs = {k: _as_int(v) for k, v in q.items() if k != "outcomes"}
         return CalcResult(f.kind, inputs, values, text, source["topic"], source["cite"])

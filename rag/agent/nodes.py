@@ -282,23 +282,37 @@ def link_keeps(question: str, found: dict, ids: list[str]) -> list[str]:
 
 
 def reader_keeps(state: AgentState, ctx: AgentContext, found: dict, ids: list[str]) -> list[str]:
-    """The reader reads the question over the round's best READ_PASSAGES passages; the passage it answers from best
-    is kept whatever the overlap test said. Each read passage records its margin. Returns the ids it rescued."""
+    """The reader reads the question (and each part of a multi-part question) over the round's best READ_PASSAGES
+    passages; the passage it answers each from best is kept whatever the overlap test said. So is the passage of
+    the sentence that answers a yes/no, why or relation question (rag.agent.sentence_pick), which the span reader
+    cannot read: "Values are not rotated" shares too few words with "Does RoPE also rotate the value vectors?".
+    Each read passage records its margin for the question. Returns the ids it rescued."""
     if ctx.reader is None or not ids:
         return []
     from rag.agent.reader import NULL_MARGIN
     from rag.agent.reading import READ_PASSAGES, best_spans
+    from rag.agent.sentence_pick import pick
 
     new = set(ids)
     order = [pid for pid in ranked_ids({**state, "found": found}) if pid in new][:READ_PASSAGES]
-    passages = [{"n": j + 1, "id": pid, "text": found[pid]["hit"].passage.text} for j, pid in enumerate(order)]
-    spans = best_spans(ctx.reader, state["question"], passages)
-    for sp, p in spans:
-        found[p["id"]]["reader"] = round(sp.margin, 3)
-    if spans and spans[0][0].margin >= NULL_MARGIN and not found[spans[0][1]["id"]]["kept"]:
-        found[spans[0][1]["id"]]["kept"] = True
-        return [spans[0][1]["id"]]
-    return []
+    passages = [
+        {"n": j + 1, "id": pid, "title": found[pid]["hit"].passage.title, "text": found[pid]["hit"].passage.text}
+        for j, pid in enumerate(order)
+    ]
+    parts = state["sub_questions"] if state["mode"] == "multi-part" else []
+    rescued = []
+    for target in [state["question"], *parts]:
+        spans = best_spans(ctx.reader, target, passages)
+        if target == state["question"]:
+            for sp, p in spans:
+                found[p["id"]]["reader"] = round(sp.margin, 3)
+        best = spans[0][1]["id"] if spans and spans[0][0].margin >= NULL_MARGIN else None
+        typed = pick(target, passages, READ_PASSAGES)
+        for pid in (best, typed["passage"]["id"] if typed else None):
+            if pid and not found[pid]["kept"]:
+                found[pid]["kept"] = True
+                rescued.append(pid)
+    return rescued
 
 
 def route(state: AgentState, ctx: AgentContext) -> str:

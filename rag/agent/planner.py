@@ -17,9 +17,11 @@ from rag.agent.text import STOPWORDS, content_words, entities
 from rag.agent.tools import calculate
 from rag.config import clip_words
 
+# "..., and how ...", "...; what ...", "...? Is ...", also after a preposition: "..., and on what length ..."
 _PART_SPLIT = re.compile(
     r"(?:,\s*(?:and|but)\s+|;\s*|\?\s+|\.\s+(?=[A-Z]))"
-    r"(?=(?:what|how|which|who|whom|when|where|why|is|are|does|do|did|can|could|should|was|were)\b)",
+    r"(?=(?:(?:on|in|at|for|from|to|by|with|of|under|over|after|before)\s+(?=what|which|whom|whose|how))?"
+    r"(?:what|how|which|who|whom|whose|when|where|why|is|are|does|do|did|can|could|should|was|were)\b)",
     re.IGNORECASE,
 )
 _COMPARE = re.compile(

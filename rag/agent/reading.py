@@ -72,16 +72,18 @@ def code_block(question: str, passages: list[dict]) -> tuple[dict, str, str] | N
 
 
 _DEFINE = re.compile(
-    r"^\s*(?:what\s+(?:is|are)\s+(?:an?\s+|the\s+)?(?P<x>[^?]{1,60}?)|what\s+does\s+(?P<y>[^?]{1,60}?)\s+"
-    r"(?:mean|stand\s+for))\s*\??\s*$",
+    r"^\s*(?:what(?:\s+is|\s+are|['’]s)\s+(?:meant\s+by\s+|exactly\s+|the\s+(?:basic\s+|main\s+|core\s+|key\s+)?idea\s+"
+    r"(?:behind|of)\s+)?(?:an?\s+|the\s+)?(?P<x>[^?]{1,60}?)|what\s+does\s+(?P<y>[^?]{1,60}?)\s+"
+    r"(?:mean|stand\s+for)|(?:define|explain)\s+(?:an?\s+|the\s+)?(?P<z>[^?]{1,60}?))\s*[?.]?\s*$",
     re.IGNORECASE,
 )
 
 
 def definition_target(question: str) -> str | None:
-    """X for "What is X?", "What are X?", "What does X mean / stand for?" (X of at most 4 words), else None."""
+    """X for "What is X?", "What's X?", "What is meant by X?", "What's the basic idea behind X?", "What does X mean /
+    stand for?", "Define X" (X of at most 4 words), else None."""
     m = _DEFINE.match(question)
-    x = (m.group("x") or m.group("y")).strip() if m else None
+    x = (m.group("x") or m.group("y") or m.group("z")).strip() if m else None
     return x if x and len(x.split()) <= 4 else None
 
 

@@ -63,7 +63,8 @@ _RELATIONAL = re.compile(
 )
 _REFERS_BACK = re.compile(
     r"^(?:this|that|these|those|it|they|its|their|such|both|the two|the former|the latter)\b"
-    r"|\bthe (?:opposite|same|former|latter|reverse)\b",
+    r"|\bthe (?:opposite|same|former|latter|reverse)\b"
+    r"|\b(?:this|that|these|those) (?:value|number|figure|result|amount|loss|rate|size|cost|formula)s?\b",
     re.I,
 )
 _EQUATION = re.compile(r"\S\s*=\s*\S")
@@ -72,9 +73,12 @@ RANK_COST = 0.15  # the cost of each place further down the ranked passages
 
 
 def stem(word: str) -> str:
-    """A crude stem for matching: 'choosing'/'choose' -> 'choos', 'parameters' -> 'parameter', "FAISS's" -> 'faiss'."""
+    """A crude stem for matching: 'choosing'/'choose' -> 'choos', 'parameters' -> 'parameter', "FAISS's" -> 'faiss',
+    'embeddings'/'embedding' -> 'embedd'."""
     w = re.sub(r"['’]s$", "", word.lower())
-    for suffix in ("ing", "ed", "es", "s", "e"):
+    if len(w) > 4 and w.endswith("s") and not w.endswith("ss"):  # the plural first: "embeddings" as "embedding"
+        w = w[:-1]
+    for suffix in ("ing", "ed", "e"):
         if len(w) > len(suffix) + 3 and w.endswith(suffix):
             return w[: -len(suffix)]
     return w
@@ -135,10 +139,25 @@ def ability_verb(question: str) -> str | None:
     return verb.lower() if verb and verb.lower() not in STOPWORDS else None
 
 
+# verbs that ask for the same ability: "Can I remove vectors?" is answered by "Deletion is not supported"
+_SAME_ABILITY = (
+    ("remove", "delete", "deletion", "erase", "drop"),
+    ("add", "insert", "append"),
+    ("change", "modify", "update", "edit", "alter"),
+    ("shrink", "reduce", "truncate", "cut", "compress"),
+    ("grow", "extend", "enlarge", "extrapolate"),
+    ("run", "execute", "use"),
+    ("save", "store", "persist", "write"),
+    ("load", "read", "open"),
+)
+
+
 def _same_verb(verb: str, sent_words: list[str]) -> bool:
-    """Whether the sentence uses the verb or a word of its family ("delete", "deleted", "deletion")."""
-    root = stem(verb)[:5]
-    return len(root) >= 3 and any(stem(w).startswith(root) for w in sent_words)
+    """Whether the sentence uses the verb, a word of its family ("delete", "deleted", "deletion") or a verb that
+    asks for the same ability (_SAME_ABILITY)."""
+    family = next((group for group in _SAME_ABILITY if verb.lower() in group), (verb,))
+    roots = [r for r in (stem(v)[:5] for v in family) if len(r) >= 3]
+    return any(stem(w).startswith(root) for w in sent_words for root in roots)
 
 
 def relation_sides(question: str) -> list[list[str]]:
@@ -196,7 +215,11 @@ def pick(question: str, passages: list[dict], limit: int = 5) -> dict | None:
             if not all(any(w in sent_stems or w in title for w in e) for e in ents):
                 continue
         elif in_sent < 1 or (in_sent + in_title) < 0.5 * len(q):
-            continue
+            # a long question's other words ("once they've been added") need not appear in the sentence that
+            # states the ability it asks about ("Deletion is not supported in FAISS's HNSW")
+            states = verb and _same_verb(verb, sent_words) and (_INABILITY.search(sent) or _ABILITY.search(sent))
+            if not (states and in_sent >= 2):
+                continue
         score = in_sent + TITLE_WEIGHT * in_title - RANK_COST * rank - 0.01 * max(0, len(sent_words) - 30)
         if k == "yes/no":
             if verb and _INABILITY.search(sent):  # "X is not supported", "cannot be ...": the inability stated
