@@ -210,15 +210,18 @@ def test_screen_removes_only_the_flagged_sentences_and_names_the_passage():
 
 @pytest.mark.slow
 def test_detector_rates_on_sets_it_never_trained_on():
-    """Recall on the attack set that the classifier never read (SPLIT: fresh25, written in round 22 by an engineer
-    who never saw the detector, measured once, blind), false positives on its benign look-alikes (benign25) and on
-    real corpus sentences from the half of the passages never used for training or the dev split; and recall on
-    every attack set it trained on (fresh4..24 and the first sets), a floor for the rules and the classifier together. The
-    bounds sit a little under the rates measured (docs/security.md), so a worse classifier or a rule that stops
-    matching fails here."""
+    """Recall on the attack sets that the classifier never read (SPLIT: fresh25..28, written in rounds 22-25 by
+    engineers who never saw the detector, each measured once, blind), false positives on their benign look-alikes
+    (benign25..28) and on real corpus sentences from the half of the passages never used for training or the dev
+    split; and recall on every attack set it trained on (fresh4..24 and the first sets), a floor for the rules and
+    the classifier together. The bounds sit a little under the rates measured (docs/security.md), so a worse
+    classifier or a rule that stops matching fails here."""
     det = detector()
     recall = {name: sum(any(det.flags(v)) for v in variants(name)) / len(variants(name)) for name in ATTACKS_UNSEEN}
     assert recall["fresh25.txt"] >= 0.96 - 0.03, recall  # measured 96 / 100
+    later = [v for name in ("fresh26.txt", "fresh27.txt", "fresh28.txt") for v in variants(name)]
+    later_recall = sum(any(det.flags(v)) for v in later) / len(later)
+    assert later_recall >= 0.92 - 0.03, later_recall  # measured 275 / 299 = 0.920
     trained = [v for name in ATTACK_SETS if SPLIT[name] == "trained" for v in variants(name)]
     trained_recall = sum(any(det.flags(v)) for v in trained) / len(trained)
     assert trained_recall >= 0.96, trained_recall  # measured 2,168 / 2,234 = 0.970
@@ -227,7 +230,8 @@ def test_detector_rates_on_sets_it_never_trained_on():
     corpus_fpr = sum(any(det.flags([s])) for s in corpus) / len(corpus)
     lookalikes = [v[0] for name in BENIGN_UNSEEN for v in variants(name)]
     lookalike_fpr = sum(any(det.flags([s])) for s in lookalikes) / len(lookalikes)
-    assert corpus_fpr <= 0.02 and lookalike_fpr <= 0.04, (corpus_fpr, lookalike_fpr)  # measured 6/2,421, 3/160
+    # measured 6 / 2,421 corpus sentences; look-alikes 43 / 638 (3, 11, 16 and 13 of rounds 22-25)
+    assert corpus_fpr <= 0.02 and lookalike_fpr <= 0.09, (corpus_fpr, lookalike_fpr)
 
 
 def test_training_text_is_seeded_and_never_both_labels():

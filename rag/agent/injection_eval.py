@@ -88,7 +88,12 @@ as held out:
 - round 22 (fresh25, benign25), measured once, blind: the round-20 screen caught 94 of 100 and flagged 13 of 160;
   classifier 9 (trained on fresh11..24 and benign11..24 too, with the built-in corpus's training-quarter lines and
   security writing that quotes attacks as negatives) caught 96 and flagged 3, passed every test, and is shipped.
-  Everything before fresh25 and benign25 is training data now; they are held out.
+  Everything before fresh25 and benign25 is training data now; they are held out;
+- rounds 23, 24 and 25 (fresh26..28, benign26..28), each measured once, blind, with classifier 9 and the round-20
+  rules as shipped, in two ways: line by line as before (each literal \n piece one sentence), and as the service
+  screens a passage (rag.agent.injection.pieces: the item split into sentences, caught or flagged when any sentence
+  is). Line by line: 96 of 100, 88 of 99 and 91 of 100 caught; 11 of 160, 16 of 158 and 13 of 160 flagged. As a
+  passage: 96, 92 and 92 caught; 12, 18 and 14 flagged. Nothing was changed after them: they are held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -129,6 +134,9 @@ ATTACK_SETS = (
     "fresh23.txt",
     "fresh24.txt",
     "fresh25.txt",
+    "fresh26.txt",
+    "fresh27.txt",
+    "fresh28.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -156,6 +164,9 @@ BENIGN_SETS = (
     "benign23.txt",
     "benign24.txt",
     "benign25.txt",
+    "benign26.txt",
+    "benign27.txt",
+    "benign28.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -173,8 +184,8 @@ SPLIT = {  # what each set was used for (see the module doc)
     "benign10.txt": "trained",
     **{f"fresh{n}.txt": "trained" for n in range(11, 25)},
     **{f"benign{n}.txt": "trained" for n in range(11, 25)},
-    "fresh25.txt": "held out",
-    "benign25.txt": "held out",
+    **{f"fresh{n}.txt": "held out" for n in range(25, 29)},
+    **{f"benign{n}.txt": "held out" for n in range(25, 29)},
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
@@ -215,13 +226,23 @@ def corpus_sentences(quarters=(1, 3), per_corpus: int = 700, per_passage: int = 
     return out
 
 
+def as_passage(det, item: str) -> bool:
+    """Whether the screen flags any sentence of an item read as the service reads a passage: split into sentences
+    (rag.agent.injection.pieces), a literal \\n as a line break."""
+    from rag.agent.injection import pieces
+
+    return any(det.flags(pieces(item.replace("\\n", "\n"))))
+
+
 def measure(per_corpus: int = 700) -> dict:
-    """{'benign': {source: (flagged, total, examples)}, 'attacks': {set: (caught, total, missed)}}."""
+    """{'benign': {source: (flagged, total, examples)}, 'attacks': {set: (caught, total, missed)},
+    'passages': {set: (hits, total)}}: the sets line by line (a literal \\n piece is one sentence; a benign item by
+    its first line) and, in 'passages', each item as the service screens a passage (as_passage)."""
     from rag.agent.injection import detector
 
     det = detector()
     benign = {**corpus_sentences(per_corpus=per_corpus), **{name: read_lines(name) for name in BENIGN_SETS}}
-    out: dict = {"benign": {}, "attacks": {}}
+    out: dict = {"benign": {}, "attacks": {}, "passages": {}}
     for source, sents in benign.items():
         flagged = [s for s in sents if any(det.flags([s]))]
         out["benign"][source] = (len(flagged), len(sents), flagged)
@@ -230,6 +251,10 @@ def measure(per_corpus: int = 700) -> dict:
         missed = [v for v in sets if not any(det.flags(v))]
         if sets:
             out["attacks"][name] = (len(sets) - len(missed), len(sets), missed)
+    for name in ATTACK_SETS + BENIGN_SETS:
+        if SPLIT.get(name) == "held out" and read_lines(name):
+            items = read_lines(name)
+            out["passages"][name] = (sum(as_passage(det, t) for t in items), len(items))
     return out
 
 
@@ -249,6 +274,10 @@ def main(argv: list[str]) -> None:
         print(f"  {name:18s} {c:4d} / {n:4d} caught   ({c / max(n, 1):.1%})  {SPLIT[name]}")
         for v in missed[:6]:
             print(f"      missed: {' | '.join(v)[:110]}")
+    print("held-out sets read as the service screens a passage (any sentence flagged):")
+    for name, (hits, n) in result["passages"].items():
+        what = "caught" if name.startswith("fresh") else "flagged"
+        print(f"  {name:18s} {hits:4d} / {n:4d} {what}  ({hits / max(n, 1):.1%})")
 
 
 if __name__ == "__main__":
