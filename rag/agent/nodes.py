@@ -39,7 +39,8 @@ from rag.retrieve import Hit, Retriever
 
 FIRST_TIER = 7  # how many of the first search's hits rank ahead of lookups and second-hop hits
 KEEP_OVERLAP = 0.34  # share of the query's content words a passage must contain to count as relevant
-KEEP_OVERLAP_TOP = 0.2  # a lower bar for the first hit of a query
+KEEP_OVERLAP_TOP = 0.2  # a lower bar for the first TOP_HITS hits of a query
+TOP_HITS = 2  # the retriever's rank is evidence too: a paraphrase shares few exact words with its answer
 JUDGE_KEEPS = 0.6  # overlap at which a passage stays kept even when the LLM judge rejects it
 MAX_CONTEXT = 8  # passages handed to the answer step
 LINK_FROM = 3  # first-round passages whose named titles are looked up in the same round (planned hops only)
@@ -219,7 +220,7 @@ def grade(state: AgentState, ctx: AgentContext) -> dict:
         p = f["hit"].passage
         ov = overlap(f["query"], f"{p.title} {p.text}")
         f["overlap"] = round(ov, 3)
-        f["kept"] = ov >= KEEP_OVERLAP or (f["rank"] == 0 and ov >= KEEP_OVERLAP_TOP) or f["via"] == "lookup"
+        f["kept"] = ov >= KEEP_OVERLAP or (f["rank"] < TOP_HITS and ov >= KEEP_OVERLAP_TOP) or f["via"] == "lookup"
         if is_injection(p.text):
             warnings.append(f"passage {pid} contains instruction-like text; it was treated as data")
     if getattr(ctx.backend, "can_judge", False) and ids:
