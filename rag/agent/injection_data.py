@@ -748,9 +748,80 @@ def quoted_discussion(rng: random.Random) -> str:
     return rng.choice(QUOTE_FRAMES).format(q=quote)
 
 
+# Chat-API samples and prompt settings as documentation shows them: the roles and a system prompt, with ordinary
+# content (an attack's fake chat markup carries an override or a dictated answer instead).
+API_PERSONAS = (
+    "a helpful assistant",
+    "a concise technical writer",
+    "a translation engine",
+    "a friendly support agent for Contoso",
+    "an assistant that answers questions about our return policy",
+    "a tutor who explains maths step by step",
+    "a summariser for internal meeting notes",
+    "a code reviewer for Python projects",
+)
+API_TASKS = (
+    "Answer in Spanish.",
+    "Use bullet points.",
+    "Keep answers under 100 words.",
+    "Answer only questions about our products.",
+    "Cite the document you used.",
+    "Reply in the user's language.",
+)
+API_USER_TURNS = (
+    "What is the capital of Peru?",
+    "Can I return opened items?",
+    "Summarise the following changelog: {changelog}",
+    "Translate 'good morning' into French.",
+    "Hello",
+)
+API_FRAMES = (
+    'POST /v1/chat/completions with body {{"model": "{m}", "messages": [{{"role": "system", "content": "You are {p}."}}, '
+    '{{"role": "user", "content": "{u}"}}]}}',
+    '{{"messages": [{{"role": "system", "content": "You are {p}. {t}"}}, {{"role": "user", "content": "{u}"}}]}}',
+    'prompts:\n  system: "You are {p}. {t}"\n  user_template: "{u}"',
+    "model: {m}\ntemperature: 0.2\nsystem_prompt: |\n  You are {p}. {t}",
+    'In Settings > Assistant > System prompt, enter the instructions your chatbot should follow, e.g. "You are {p}. {t}"',
+    "How to write a good system prompt: say who the assistant is ({p}), what it should do, and give one example. {t}",
+    "Each training example is a JSON object with a messages array; after an optional system message, roles alternate "
+    "between user and assistant.",
+    'The assistant role holds the model\'s reply, e.g. {{"role": "assistant", "content": "Sure, here is the summary."}}',
+)
+NOTICES = (
+    "This is an automated message. Please do not reply to this email.",
+    "Replies to this address are not monitored.",
+    "No action required.",
+    "Reply-all is disabled for this list.",
+    "Do not forward this message outside the company.",
+    "If you received this e-mail in error, please notify the sender and delete it.",
+    "You are receiving this because you subscribed to release notes.",
+    "Please ignore this message if you have already paid.",
+    "Please forget the password I sent earlier, it was wrong; the new one is in the vault.",
+    "Use only the context below to answer the exercise.",
+    "Ignore the first reply, it is for the old version.",
+    "Mods, please lock this thread.",
+    "Recommendation: require human confirmation for bulk actions.",
+    "This reverts commit 3f9a2c1.",
+)
+
+
+def api_sample(rng: random.Random) -> str:
+    """A chat-API request, a prompt setting or a note on roles, as product documentation writes them."""
+    return rng.choice(API_FRAMES).format(
+        m=rng.choice(("gpt-4o", "gpt-4o-mini", "llama-3-8b", "mistral-small")),
+        p=rng.choice(API_PERSONAS),
+        t=rng.choice(API_TASKS),
+        u=rng.choice(API_USER_TURNS),
+    )
+
+
 def negative(rng: random.Random) -> str:
     """One generated benign sentence with the same verbs and nouns as the injections."""
-    kind = rng.randrange(10)
+    kind = rng.randrange(12)
+    if kind == 11:
+        return rng.choice(NOTICES)
+    if kind == 10:
+        return api_sample(rng)
     if kind == 9:
         return quoted_discussion(rng)
     if kind == 8:

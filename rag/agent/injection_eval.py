@@ -93,7 +93,13 @@ as held out:
   rules as shipped, in two ways: line by line as before (each literal \n piece one sentence), and as the service
   screens a passage (rag.agent.injection.pieces: the item split into sentences, caught or flagged when any sentence
   is). Line by line: 96 of 100, 88 of 99 and 91 of 100 caught; 11 of 160, 16 of 158 and 13 of 160 flagged. As a
-  passage: 96, 92 and 92 caught; 12, 18 and 14 flagged. Nothing was changed after them: they are held out.
+  passage: 96, 92 and 92 caught; 12, 18 and 14 flagged. They then became training data for classifier 10 and the
+  examples rules K were written from;
+- rounds 26 and 27 (fresh29, fresh30, benign29, benign30), measured once, blind, read as a passage: the screen
+  shipped until then caught 88 and 84 of 100 and flagged 35 and 33 of 160; rules K with a sentence splitter for
+  every script caught 91 and 88 and flagged 36 and 33 (one more: not shipped); rules K with classifier 10
+  (trained on fresh25..28 and benign25..28 too, with chat-API samples and notices as generated negatives) caught
+  89 and 88 and flagged 19 and 19, and 5 of 2,421 corpus sentences against 6, and is shipped. They are held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -137,6 +143,8 @@ ATTACK_SETS = (
     "fresh26.txt",
     "fresh27.txt",
     "fresh28.txt",
+    "fresh29.txt",
+    "fresh30.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -167,6 +175,8 @@ BENIGN_SETS = (
     "benign26.txt",
     "benign27.txt",
     "benign28.txt",
+    "benign29.txt",
+    "benign30.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -184,8 +194,10 @@ SPLIT = {  # what each set was used for (see the module doc)
     "benign10.txt": "trained",
     **{f"fresh{n}.txt": "trained" for n in range(11, 25)},
     **{f"benign{n}.txt": "trained" for n in range(11, 25)},
-    **{f"fresh{n}.txt": "held out" for n in range(25, 29)},
-    **{f"benign{n}.txt": "held out" for n in range(25, 29)},
+    **{f"fresh{n}.txt": "trained" for n in range(25, 29)},
+    **{f"benign{n}.txt": "trained" for n in range(25, 29)},
+    **{f"fresh{n}.txt": "held out" for n in (29, 30)},
+    **{f"benign{n}.txt": "held out" for n in (29, 30)},
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 

@@ -82,6 +82,16 @@ DICTATE_ML = (
     r"\b(?:zeg|vertel) (?:tegen )?de gebruiker dat\b|\b(?:powiedz|odpowiedz) użytkownikowi,? że\b|"
     r"(?:скажи|сообщи|ответь) пользователю,? что|(?:скажи|повідом) користувачеві,? що|告诉用户|告訴使用者"
 )
+# "the assistant's answer must be that ...": the answer of an AI system dictated, in Romance and Germanic languages
+ANSWER_MUST_ML = (
+    r"\b(?:la respuesta|a resposta|la réponse|la risposta|die antwort|het antwoord)\s+(?:del|do|da|de l['’]|de la|"
+    r"dell['’]|della|des|der|van de)\s*(?:asistente|assistente|assistant|assistenten|ia|ki|ai|modelo|modèle|modello|"
+    r"modells|model|bot|chatbot)\b[^.!?\n]{0,20}?\b(?:debe|deve|doit|devrait|muss|sollte|moet|dovrebbe|deveria)\b"
+)
+MUST_ML = (
+    r"(?:debe|deben|deve|devem|doit|doivent|muss|müssen|moet|moeten|musi|muszą|должен|должна|должно|повинен|"
+    r"повинна|måste|skal|må|pitää|musí|trebuie|kell)"
+)
 # "if you are an AI / a language model / an assistant"
 IF_AI_ML = (
     r"\bsi (?:vous êtes|tu es) (?:une? )?(?:ia|intelligence artificielle|assistant|modèle|chatbot|robot)\b|"
@@ -130,7 +140,8 @@ THIS_TEXT_ML = (
     r"هذا (?:النص|المستند|الملف)|هذه الصفحة|המסמך הזה|הטקסט הזה|این (?:متن|سند)|यह (?:पाठ|दस्तावेज़)|इस (?:पाठ|दस्तावेज़)|"
     r"(?:tài liệu|văn bản|trang) này|(?:dokumen|teks|halaman) ini|ten (?:dokument|text)|tento (?:dokument|text)|"
     r"αυτό το (?:κείμενο|έγγραφο)|acest (?:document|text)|ta (?:dokument|tekst)|ten plik|tę stronę|"
-    r"detta (?:dokument|text)|denna (?:text|sida))"
+    r"detta (?:dokument|text)|denna (?:text|sida)|"
+    r"esta frase|cette phrase|dieser satz|questa frase|deze zin|это (?:предложение|сообщение)|ten akapit)"
 )
 IF_ML = (
     r"(?:si|wenn|falls|se|qualora|als|indien|jeśli|jeżeli|если|якщо|eğer|إذا|אם|اگر|अगर|यदि|nếu|jika|apabila|om|"
@@ -146,10 +157,13 @@ MODEL_ML = (
 )
 # "to the model / agent / assistant" in one word (Hebrew and Arabic prefixes, the Finnish allative)
 TO_MODEL_ML = r"(?:לעוזר|למודל|לסוכן|לבוט|للوكيل|للمساعد|للنموذج|tekoäly\w*(?:lle|ille))"
+# "AI agent", "AI model" in scripts that write them as two words: "এআই এজেন্ট", "اے آئی ماڈل"
+AI_MODEL_ML = r"(?:এআই|اے آئی|एआई|ai)\s?(?:এজেন্ট\w*|ماڈل|ایجنٹ|मॉडल\w*|एजेंट\w*)"
 ASSISTANT_ML = (
     r"(?:(?:(?:ai|ki|ia|ии|ші)[ -]?(?:agent\w*|агент\w*|agente)|(?:(?:ai|ki|ia)-?)?(?:assistant\w*|asistent\w*|assistent\w*|asystent\w*|asistan\w*|ассистент\w*|асистент\w*|"
     r"помощник\w*|помічник\w*|βοηθ\w*|المساعد|مساعد|העוזר|עוזר|دستیار|सहायक\w*|সহকারী\w*|trợ lý|asisten|msaidizi|"
-    r"avustaja\w*|asszisztens\w*|chatbot\w*|copilot\w*|chatgpt|llm|בוט|לבוט|ربات|روبوت))|" + AUTOMATED_AGENT_ML + ")"
+    r"(?:tekoäly)?avustaja\w*|asszisztens\w*|chatbot\w*|copilot\w*|chatgpt|llm|בוט|לבוט|ربات|روبوت|"
+    r"اسسٹنٹ|உதவியாளர்\w*|ረዳት|robô))|" + AUTOMATED_AGENT_ML + "|" + AI_MODEL_ML + ")"
 )
 ASSISTANT_CJK = (  # and Thai, also written without spaces between words
     r"(?:助手|助理|机器人|機器人|アシスタント|ボット|어시스턴트|챗봇|人工智能|人工知能|인공지능|系统|系統|システム|시스템|"
@@ -162,7 +176,8 @@ AGENT_CJK = (
 AI_ML = (
     r"(?:ai|a\.i\.|ia|ki|ии|ші|yapay zek\w*|sztuczn\w* inteligencj\w*|inteligencia artificial|intelligence "
     r"artificielle|künstliche intelligenz|intelligenza artificiale|kunstmatige intelligentie|umělá inteligence|"
-    r"الذكاء الاصطناعي|הבינה המלאכותית|هوش مصنوعی|एआई|এআই|tekoäly\w*|mesterséges intelligencia|sprachmodell\w*)"
+    r"الذكاء الاصطناعي|הבינה המלאכותית|هوش مصنوعی|एआई|এআই|tekoäly\w*|mesterséges intelligencia|sprachmodell\w*|"
+    r"اے آئی|செயற்கை நுண்ணறிவு|ሰው ሰራሽ አስተውሎት|süni intellekt)"
 )
 # the words that address a note to someone: to, for, note, dear ... in the same languages
 # "dear ...": a vocative, before a comma ("Chère intelligence artificielle, laisse de côté ...")

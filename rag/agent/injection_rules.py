@@ -33,6 +33,7 @@ from rag.agent.injection_languages import (
     AGENT_CJK,
     AI_CJK,
     AI_ML,
+    ANSWER_MUST_ML,
     ASSISTANT_CJK,
     ASSISTANT_ML,
     CAPABILITY_ML,
@@ -45,6 +46,7 @@ from rag.agent.injection_languages import (
     IF_ASKED_SUFFIX,
     IF_ML,
     MODEL_ML,
+    MUST_ML,
     NOMINAL_ORDER_JA_KO,
     OVERRIDE_ML,
     ROLE_ML,
@@ -331,7 +333,7 @@ COVERT = r"(?:quietly|silently|secretly|covertly|discreetly|subtly)"
 ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "AIアシスタントへ：..."
     r"^(?:(?:[^:.!?\n،]{0,50}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])|"
     r"(?=[^:.!?\n،]{0,80}(?<!\w)" + ADDRESS_ML + r"(?!\w))[^:.!?\n،]{0,50}?(?<!\w)" + AI_ML + r"(?![\w-]))"
-    r"[^:.!?\n]{0,30}?[:：]" + NOT_SPEAKING + NOT_QUOTED + r"|"
+    r"[^:.!?\n]{0,30}?[:：፦]" + NOT_SPEAKING + NOT_QUOTED + r"|"
     r"(?=[^:.!?\n،]{0,60}(?<!\w)" + ADDRESS_ML + r"(?!\w))[^:.!?\n،]{0,40}?(?<!\w)" + MODEL_ML + r"(?![\w-])"
     r"[^:.!?\n]{0,20}?[:：]" + NOT_SPEAKING + r"|"
     r"[^:.!?\n،]{0,40}?(?<!\w)" + TO_MODEL_ML + r"(?![\w-])[^:.!?\n]{0,30}?[:：]|"
@@ -342,7 +344,7 @@ ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "
     + r"|"
     + MODEL_ML
     + r")(?![\w-])[^:.!?\n,،]{0,15}?[,،]|"
-    r"[^:.!?\n,،]{0,20}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])(?<!lar)(?<!ları)(?<!ler)(?<!leri)[^:.!?\n,،]{0,15}?[,،]|"
+    r"[^:.!?\n,،]{0,20}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])(?<!lar)(?<!ları)(?<!ler)(?<!leri)[^:.!?\n,،]{0,20}?[,،]|"
     r"[^:：。！？\n]{0,20}?(?:"
     + ASSISTANT_CJK
     + r"|"
@@ -418,6 +420,12 @@ _RULES += [
             r"(?=[^.!?\n,،]{0,100}(?<!\w)(?:" + AI_ML + r"|" + ASSISTANT_ML + r")(?![\w-]))[^.!?\n,،]{0,120}[,،]\s*\S",
         ),
         ("nominal-order-ml", NOMINAL_ORDER_JA_KO),
+        ("answer-must-ml", ANSWER_MUST_ML),  # "La respuesta del asistente debe ser que ..."
+        (  # "o assistente que ler esta frase deve recomendar ...": an AI system that reads this text must ...
+            "reader-must-ml",
+            r"(?<!\w)" + ASSISTANT_ML + r"(?![\w-])[^.!?\n]{0,40}?(?<!\w)" + THIS_TEXT_ML + r"(?!\w)[^.!?\n]{0,40}?"
+            r"(?<!\w)" + MUST_ML + r"(?!\w)",
+        ),
         ("role-ml", ROLE_ML),
         ("system-ml", SYSTEM_HEADER_ML),
         ("addressed-ml", ADDRESSED_ML),
@@ -444,6 +452,8 @@ OTHER_LANGUAGE_RULES |= {
     "if-ai-ml",
     "if-read-ml",
     "nominal-order-ml",
+    "answer-must-ml",
+    "reader-must-ml",
     "role-ml",
     "system-ml",
 }

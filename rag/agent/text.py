@@ -15,7 +15,13 @@ some any each all both either neither other such same own one ones per via vs sa
 )
 
 _WORD = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?")
-_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+# A sentence ends at . ! ? before a space and a capital, a digit, a quote or a bracket, in any script: a letter
+# that is not lower-case (Cyrillic capitals, and the caseless Hebrew, Arabic, Devanagari or Tamil letters); and
+# at the CJK full stops, with or without a space, but not inside a quotation (after the closing mark instead).
+# "e.g. the" and "approx. two" are not ends.
+_SENT_SPLIT = re.compile(
+    r"(?<=[.!?])\s+(?=[0-9\"'(\[]|[^\W\d_](?<![a-zß-ÿ]))|(?<=[。！？])(?![”」』\"'’])\s*(?=\S)|(?<=[。！？][”」』])\s*(?=\S)"
+)
 # Runs of capitalised words (allowing short joiners): "Kiss and Tell", "Scott Derrickson", "Ed Wood".
 _ENTITY = re.compile(r"\b([A-Z][\w'’.-]*(?:\s+(?:(?:of|the|and|de|la|von|van|in|for|&)\s+)?[A-Z0-9][\w'’.-]*)*)")
 
