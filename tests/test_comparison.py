@@ -28,7 +28,7 @@ DENSE = {"n": 4, "id": "dense.md#1", "title": "Dense", "text": "The dual encoder
 @pytest.mark.parametrize(
     "question, a, b",
     [
-        ("How much better is the cross-encoder than BM25 on TREC-COVID?", ["cros", "encoder"], ["bm25"]),
+        ("How much better is the cross-encoder than BM25 on TREC-COVID?", ["cross", "encoder"], ["bm25"]),
         ("Which is smaller per vector, Binary or Flat?", ["binary"], ["flat"]),
         ("How does BM25 compare with the dual encoder on MRR?", ["bm25"], ["dual", "encoder"]),
         ("BM25 vs the dual encoder: which has the higher MRR?", ["bm25"], ["dual", "encoder"]),

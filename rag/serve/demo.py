@@ -102,9 +102,11 @@ def study_roots() -> list[Path]:
 
 
 def find_results(roots: list[Path]) -> list[tuple[str, Path]]:
-    """(name, file) for each results file under the roots: one per folder, symlinks out of a root not followed."""
+    """(name, file) for each results file under the roots: one per folder, symlinks out of a root not followed, at
+    most MAX_FILES per root (the committed docs never crowd out the operator's RAG_STUDY_DIR)."""
     found: list[tuple[str, Path]] = []
     for root in roots:
+        start = len(found)
         for folder, dirs, files in os.walk(root):
             here = Path(folder)
             depth = len(here.relative_to(root).parts)
@@ -117,8 +119,8 @@ def find_results(roots: list[Path]) -> list[tuple[str, Path]]:
                 continue
             label = "/".join((root.name, *here.relative_to(root).parts))
             found.append((label, path))
-            if len(found) >= MAX_FILES:
-                return found
+            if len(found) - start >= MAX_FILES:
+                break
     return found
 
 
