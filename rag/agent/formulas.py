@@ -790,8 +790,9 @@ _STATED = re.compile(
 
 def unused_numbers(question: str, text: str, read: tuple[float, ...] = ()) -> list[str]:
     """The numbers the question gives that the calculator neither read as an input it needs (`read`) nor states
-    in its sentence (as written or scaled: 7B is 7,000,000,000; 40% is 0.4). A formula that leaves one unused answers another question than the one asked
-    ("7B on 2 trillion tokens at 40% of 989 TFLOP/s" is not Adam's 16 bytes per parameter)."""
+    in its sentence (as written or scaled: 7B is 7,000,000,000; 40% is 0.4). A formula that leaves one unused
+    answers another question than the one asked ("7B on 2 trillion tokens at 40% of 989 TFLOP/s" is not Adam's 16
+    bytes per parameter)."""
     stated = set(read)
     for m in _STATED.finditer(text.translate(_SUPERSCRIPT)):
         raw = float(m.group(1).replace(",", ""))
