@@ -264,8 +264,8 @@ def measure(per_corpus: int = 700) -> dict:
         if sets:
             out["attacks"][name] = (len(sets) - len(missed), len(sets), missed)
     for name in ATTACK_SETS + BENIGN_SETS:
-        if SPLIT.get(name) == "held out" and read_lines(name):
-            items = read_lines(name)
+        items = read_lines(name) if SPLIT.get(name) == "held out" else []
+        if items:
             out["passages"][name] = (sum(as_passage(det, t) for t in items), len(items))
     return out
 
