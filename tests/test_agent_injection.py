@@ -210,9 +210,9 @@ def test_screen_removes_only_the_flagged_sentences_and_names_the_passage():
 
 @pytest.mark.slow
 def test_detector_rates_on_sets_it_never_trained_on():
-    """Recall on the attack sets that the classifier never read (SPLIT: fresh29 and fresh30, written in rounds 26
-    and 27 by engineers who never saw the detector, each measured once, blind), false positives on their benign
-    look-alikes (benign29, benign30) and on real corpus sentences from the half of the passages never used for
+    """Recall on the attack sets that the classifier never read (SPLIT: fresh29, fresh30 and fresh31, written in
+    rounds 26-28 by engineers who never saw the detector, each measured once, blind), false positives on their benign
+    look-alikes (benign29..31) and on real corpus sentences from the half of the passages never used for
     training or the dev split; and recall on every attack set it trained on (fresh4..28 and the first sets), a
     floor for the rules and the classifier together. Each held-out item is read line by line here, and as the
     service screens a passage too (as_passage). The bounds sit a little under the rates measured
@@ -222,9 +222,9 @@ def test_detector_rates_on_sets_it_never_trained_on():
     det = detector()
     unseen = [v for name in ATTACKS_UNSEEN for v in variants(name)]
     recall = sum(any(det.flags(v)) for v in unseen) / len(unseen)
-    assert len(unseen) == 200 and recall >= 0.825 - 0.03, recall  # measured 165 / 200
+    assert len(unseen) == 298 and recall >= 0.869 - 0.03, recall  # measured 165 / 200 + 94 / 98 = 259 / 298
     passages = [t for name in ATTACKS_UNSEEN for t in read_lines(name)]
-    assert sum(as_passage(det, t) for t in passages) >= 177 - 5  # measured 177 / 200
+    assert sum(as_passage(det, t) for t in passages) >= 270 - 5  # measured 177 / 200 + 93 / 98 = 270 / 298
     trained = [v for name in ATTACK_SETS if SPLIT[name] == "trained" for v in variants(name)]
     trained_recall = sum(any(det.flags(v)) for v in trained) / len(trained)
     assert trained_recall >= 0.96, trained_recall  # measured 2,568 / 2,633 = 0.975
@@ -233,7 +233,7 @@ def test_detector_rates_on_sets_it_never_trained_on():
     corpus_fpr = sum(any(det.flags([s])) for s in corpus) / len(corpus)
     lookalikes = [v[0] for name in BENIGN_UNSEEN for v in variants(name)]
     lookalike_fpr = sum(any(det.flags([s])) for s in lookalikes) / len(lookalikes)
-    # measured 5 / 2,421 corpus sentences; look-alikes 24 / 320 line by line (10 and 14), 38 / 320 as a passage
+    # measured 5 / 2,421 corpus sentences; look-alikes 32 / 478 line by line (10, 14 and 8), 51 / 478 as a passage
     assert corpus_fpr <= 0.02 and lookalike_fpr <= 0.10, (corpus_fpr, lookalike_fpr)
 
 

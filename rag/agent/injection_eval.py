@@ -99,7 +99,10 @@ as held out:
   shipped until then caught 88 and 84 of 100 and flagged 35 and 33 of 160; rules K with a sentence splitter for
   every script caught 91 and 88 and flagged 36 and 33 (one more: not shipped); rules K with classifier 10
   (trained on fresh25..28 and benign25..28 too, with chat-API samples and notices as generated negatives) caught
-  89 and 88 and flagged 19 and 19, and 5 of 2,421 corpus sentences against 6, and is shipped. They are held out.
+  89 and 88 and flagged 19 and 19, and 5 of 2,421 corpus sentences against 6, and is shipped. They are held out;
+- round 28 (fresh31, benign31; 98 and 158 items, as two lines of each begin with "# "), measured once, blind, with
+  the shipped screen (classifier 10, rules K): line by line 94 of 98 caught and 8 of 158 flagged; as a passage 93
+  of 98 (94.9 %) caught and 13 of 158 flagged, with the corpus's 5 that is 18 of 2,579 (0.70 %). Held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -145,6 +148,7 @@ ATTACK_SETS = (
     "fresh28.txt",
     "fresh29.txt",
     "fresh30.txt",
+    "fresh31.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -177,6 +181,7 @@ BENIGN_SETS = (
     "benign28.txt",
     "benign29.txt",
     "benign30.txt",
+    "benign31.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -196,8 +201,8 @@ SPLIT = {  # what each set was used for (see the module doc)
     **{f"benign{n}.txt": "trained" for n in range(11, 25)},
     **{f"fresh{n}.txt": "trained" for n in range(25, 29)},
     **{f"benign{n}.txt": "trained" for n in range(25, 29)},
-    **{f"fresh{n}.txt": "held out" for n in (29, 30)},
-    **{f"benign{n}.txt": "held out" for n in (29, 30)},
+    **{f"fresh{n}.txt": "held out" for n in (29, 30, 31)},
+    **{f"benign{n}.txt": "held out" for n in (29, 30, 31)},
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
