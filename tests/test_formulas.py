@@ -3,6 +3,7 @@ formula fires only when the question asks for its quantity and gives its numbers
 
 from __future__ import annotations
 
+import math
 import pathlib
 import re
 
@@ -188,3 +189,80 @@ def test_worded_counts_and_both_d_rules():
     both = calculate("For a vocabulary of 50,000 items, which gives a smaller d, 1.5·√V or the fourth-root rule?")
     assert both is not None and "≈ 335" in both.text and "≈ 15.0" in both.text
     assert "the fourth-root rule gives the smaller d" in both.text
+
+
+@pytest.mark.parametrize(
+    "question, kind, key, value",
+    [
+        # BM25: the corpus's worked example is 7.60 at average length, 6.08 at twice it
+        (
+            "In a corpus of 5,000 documents a term occurs in 40 of them; with k1 = 1.2 and b = 0.75 what BM25 score "
+            "does it add for a document that is twice the average length and contains it 2 times?",
+            "bm25",
+            "score",
+            math.log((5000 - 40 + 0.5) / 40.5 + 1) * 2 * 2.2 / (2 + 1.2 * 1.75),
+        ),
+        (
+            "BM25 weight of a word found in 10 docs of N = 1000, tf = 3, document of average length?",
+            "bm25",
+            "score",
+            math.log(990.5 / 10.5 + 1) * 3 * 2.5 / 4.5,  # k₁ = 1.5 and b = 0.75: the defaults, said so
+        ),
+        ("What BM25 IDF does a term in 50 of N = 10,000 documents get?", "bm25", "idf", math.log(9950.5 / 50.5 + 1)),
+        (
+            "A collection of 2,000 passages: 'retrieval' is found in 40 and 'of' in 1,900. How much more IDF weight "
+            "does 'retrieval' get?",
+            "idf",
+            "ratio",
+            math.log(50) / math.log(2000 / 1900),
+        ),
+        (
+            "Graded labels 2, 0, 3, 0, 1 for my top 5: what nDCG@5 with the usual exponential gain?",
+            "ndcg",
+            "ndcg",
+            (3 + 7 / 2 + 1 / math.log2(6)) / (7 + 3 / math.log2(3) + 1 / 2),
+        ),
+        ("What nDCG@10 does a single relevant document ranked at position 4 give?", "ndcg", "ndcg", 1 / math.log2(5)),
+        ("MRR over three queries whose first relevant ranks are 2, none and 5?", "reciprocal_rank", "mrr", 0.7 / 3),
+        ("Reciprocal rank when the first relevant passage sits at rank 8?", "reciprocal_rank", "rr", 0.125),
+        (
+            "There are 5 relevant documents and my top 20 contains 4 of them. What is recall@20?",
+            "recall_precision",
+            "recall",
+            0.8,
+        ),
+        ("RRF score with k = 60 for a passage ranked 2nd by BM25 and 7th by dense?", "rrf", "rrf", 1 / 62 + 1 / 67),
+        (
+            "Reciprocal rank fusion score if BM25 ranks a document first and dense ranks it fourth?",
+            "rrf",
+            "rrf",
+            1 / 61 + 1 / 64,
+        ),
+    ],
+)
+def test_each_ranking_formula_applies_to_the_questions_numbers(question, kind, key, value):
+    result = calculate(question)
+    assert result is not None and result.kind == kind, result and result.text
+    assert result.values[key] == pytest.approx(value, rel=1e-3), result.text
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What's the usual default for the b parameter in BM25?",  # a fact the passage states, not a computation
+        "How does BM25 score a document?",
+        "What is the recall of HNSW with efSearch = 64 on 1M vectors?",  # ANN recall: no formula for it
+        "How is nDCG@10 computed?",
+        "Why does RRF use k = 60?",  # a rank is needed
+        "What is MRR?",
+    ],
+)
+def test_no_ranking_figure_without_the_numbers(question):
+    assert calculate(question) is None, calculate(question).text
+
+
+def test_ranking_sentences_state_every_number_they_read():
+    result = calculate("My top ten have relevance labels 3,2,0,1,0,0,2,0,0,0. What is nDCG@10?")
+    assert "3, 2, 0, 1, 0, 0, 2, 0, 0, 0" in result.text and "≈ 0.954" in result.text
+    result = calculate("BM25 with k1=1.5, b=0.75, N=1000, n=10, f=3, |D| = 2·avgdl: the term's score?")
+    assert result.text.endswith("≈ 6.08.") and "|D|/avgdl = 2" in result.text

@@ -26,6 +26,8 @@ fire; "how much memory per vector does HNSW use" gives no d, so no figure is mad
   index bytes/vector  flat 4·d, fp16 2·d, SQ8/int8 d, binary d/8, IVF-Flat 4·d + 8, IVF-PQ m + 8,
                       HNSW 4·d + 2·M·4 (SQ8 codes: d + 2·M·4)
   table               V·d parameters, V·d·b bytes (b = 4 fp32, 2 fp16/bf16, 1 int8, 0.5 4-bit)
+  ranking             BM25 term score, IDF, DCG/nDCG@k, reciprocal rank/MRR, Recall/Precision@k, RRF: first in the
+                      table, computed in rag.agent.ranking_formulas
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from rag.agent import ranking_formulas as ranking
 
 BYTES_PER_PARAM = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5, "binary": 0.125}
 ADAM_BYTES_PER_PARAM = 16  # fp32 weight + gradient + m + v
@@ -240,6 +244,7 @@ class Formula:
     topic: str
     cite: str
     unless: re.Pattern | None = None
+    raw: bool = False  # compute reads the question as written (rag.agent.ranking_formulas), not its quantities
 
 
 # ---- the computations: (quantities, lower-cased question) -> (values, sentence) or None ----
@@ -596,6 +601,63 @@ _MEMORY = r"\bmemory\b|\bbytes?\b|\b[kmgt]i?b\b|\bhow (?:big|large)\b|\bsize\b|\
 _TRAINING = r"\btrain(?:ing|ed)?\b|\badam(?:w)?\b|\boptimi[sz]er\b|\bfine-?tun"
 
 FORMULAS: list[Formula] = [
+    # the ranking formulas read the question as written (raw): N (documents) and n (those with the term) by case
+    Formula(
+        "bm25",
+        _r(r"(?=.*\bbm-?25\b)(?=.*(?:score|contribut|weight|\bidf\b|inverse document frequency))"),
+        (),
+        ranking.bm25_term,
+        "BM25 worked example IDF ln term frequency k₁ b length normalisation avgdl",
+        r"IDF = ln",
+        raw=True,
+    ),
+    Formula(
+        "idf",
+        _r(r"\bidf\b|inverse document frequency"),
+        (),
+        ranking.idf_weight,
+        "IDF-weighted pooling idf log N df rare word weight worked example",
+        r"idf = log",
+        raw=True,
+    ),
+    Formula(
+        "ndcg",
+        _r(r"\bn?dcg\b|discounted cumulative gain"),
+        (),
+        ranking.dcg,
+        "nDCG DCG gains 2^rel − 1 discount log₂(i + 1) ideal order IDCG worked example",
+        r"DCG@|log₂",
+        raw=True,
+    ),
+    Formula(
+        "rrf",
+        _r(r"\brrf\b|reciprocal rank fusion"),
+        (),
+        ranking.rrf,
+        "reciprocal rank fusion RRF 1 / (k + rank) k = 60 worked example",
+        r"RRF\(d\)|1/61",
+        raw=True,
+    ),
+    Formula(
+        "reciprocal_rank",
+        _r(r"\bmrr\b|reciprocal rank"),
+        (),
+        ranking.reciprocal_rank,
+        "mean reciprocal rank 1/r first relevant document MRR@10 worked example",
+        r"reciprocal rank is 1/r|MRR@10 =",
+        _r(r"\bfusion\b|\brrf\b"),
+        raw=True,
+    ),
+    Formula(
+        "recall_precision",
+        _r(r"\brecall\b|\bprecision\s*@|\bprecision\b(?=.*\btop\b)"),
+        (),
+        ranking.recall_precision,
+        "Recall@k relevant documents in the top k Precision@k worked example",
+        r"Recall@10 = 3/4|Precision@k",
+        _r(r"\bann\b|\bhnsw\b|\bivf\b|nprobe|exact (?:search|neighbou?rs)"),
+        raw=True,
+    ),
     Formula(
         "uniform",
         _r(
@@ -819,7 +881,7 @@ def calculate(question: str) -> CalcResult | None:
             continue
         if not all(_has(q, need) for need in f.needs):
             continue
-        done = f.compute(q, low)
+        done = f.compute(question if f.raw else q, low)
         if done is None:
             continue
         values, text = done[:2]

@@ -38,11 +38,26 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+# a one-letter symbol named as one: "the b parameter", "parameter b", "what does d control", "k = 10"
+_SYMBOL = re.compile(
+    r"\b(?:the\s+)?([b-hj-zB-HJ-Z])\s+(?:parameters?|values?|terms?|coefficients?|constants?|settings?|"
+    r"hyperparameters?|controls?|stands?\s+for|means?|do(?:es)?)\b"
+    r"|\b(?:parameters?|variables?|constants?|coefficients?|symbols?|does|do)\s+([b-hj-zB-HJ-Z])\b(?!['’])"
+)
+
+
+def symbols(text: str) -> set[str]:
+    """The one-letter symbols a text names as such ("the b parameter" -> {"b"}): content words although one letter."""
+    return {(m.group(1) or m.group(2)).lower() for m in _SYMBOL.finditer(text)}
+
+
 def content_words(text: str) -> list[str]:
-    """Lower-cased words without stopwords and one-letter tokens, in order, without repeats."""
+    """Lower-cased words without stopwords and one-letter tokens (but for the symbols the text names: "the b
+    parameter"), in order, without repeats."""
+    keep = symbols(text)
     seen: dict[str, None] = {}
     for w in words(text):
-        if w not in STOPWORDS and len(w) > 1:
+        if w not in STOPWORDS and (len(w) > 1 or w in keep):
             seen.setdefault(w, None)
     return list(seen)
 
