@@ -28,7 +28,11 @@ DENSE = {"n": 4, "id": "dense.md#1", "title": "Dense", "text": "The dual encoder
 @pytest.mark.parametrize(
     "question, a, b",
     [
-        ("How much better is the cross-encoder than BM25 on TREC-COVID?", ["cross", "encoder"], ["bm25"]),
+        (
+            "How much better is the cross-encoder than BM25 on TREC-COVID?",
+            ["cross-encoder", "cross", "encoder"],
+            ["bm25"],
+        ),
         ("Which is smaller per vector, Binary or Flat?", ["binary"], ["flat"]),
         ("How does BM25 compare with the dual encoder on MRR?", ["bm25"], ["dual", "encoder"]),
         ("BM25 vs the dual encoder: which has the higher MRR?", ["bm25"], ["dual", "encoder"]),
@@ -76,3 +80,43 @@ def test_a_side_may_be_named_by_its_initials():
     p = {"n": 1, "id": "f.md#2", "title": "Fusion", "text": "RRF reached 0.69 and min-max fusion reached 0.71."}
     got = compare("Which scores higher, min-max fusion or reciprocal rank fusion?", [p])
     assert got["sentence"] == "RRF reached 0.69 and min-max fusion reached 0.71."
+
+
+@pytest.mark.parametrize(
+    "question, a, b",
+    [
+        ("Which did better in the reference run: plain BM25 or the dense encoder?", ["bm25"], ["dens", "encoder"]),
+        (
+            "Cutting vectors to 32 dims: PCA or plain truncation, which keeps more quality?",
+            ["pca"],
+            ["truncation"],
+        ),
+        ("Between whitening and all-but-the-top, which is milder?", ["whiten"], ["all-but-the-top", "top"]),
+    ],
+)
+def test_options_before_which_after_a_colon_or_between(question, a, b):
+    assert sides(question)[:2] == (a, b)
+
+
+def test_a_sentence_that_states_the_comparison_answers_without_figures():
+    p = {
+        "n": 1,
+        "id": "p.md#3",
+        "title": "Post-processing — Relation to whitening",
+        "text": "Whitening or removing top directions are cheap steps. Cosine-normalised centering is gentler and "
+        "needs fewer samples than whitening, because less must be estimated.",
+    }
+    other = {"n": 2, "id": "o.md#0", "title": "Anisotropy", "text": "Whitening and centering are both linear maps."}
+    got = compare("Between whitening and cosine-normalised centering, which needs less data?", [other, p])
+    assert got["sentence"].startswith("Cosine-normalised centering is gentler and needs fewer samples")
+
+
+def test_the_figure_the_question_gives_picks_the_table_row():
+    p = {
+        "n": 1,
+        "id": "r.md#4",
+        "title": "Reduction — Reference figures",
+        "text": "| d | PCA | truncation |\n|---|---|---|\n| 128 | 0.61 | 0.60 |\n| 64 | 0.54 | 0.48 |\n| 32 | 0.45 | 0.34 |",
+    }
+    got = compare("At 64 dimensions, which holds up better, PCA or truncation?", [p])
+    assert got["sentence"].startswith("64:") and "0.54" in got["sentence"]

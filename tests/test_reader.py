@@ -200,3 +200,19 @@ def test_a_soup_without_its_first_stage_is_refused_before_training(args, cli, tm
     result = cli(["train", "reader", "--hotpot", *args])
     assert result.exit_code != 0 and "--init" in result.output
     assert (tmp_path / "same.npz").read_bytes() == b"weights"  # nothing overwritten
+
+
+def test_a_definition_carries_on_into_its_sequel_and_a_titled_section_opens_with_it():
+    from rag.agent.reading import definition_sentence
+
+    gate = passages(
+        "Gated Linear Units (GLU) add no extra activation function at all. Instead they multiply one linear "
+        "projection by the sigmoid of another, elementwise:\n\nGLU(x) = (xW) ⊗ σ(xV).\n\nLater variants swap the "
+        "sigmoid."
+    )
+    sentence, _ = definition_sentence("What is GLU?", gate)
+    assert sentence.endswith("by the sigmoid of another, elementwise:")  # a lead-in of 10 words or more is kept
+    section = passages("Scale each row by its norm so that every vector has unit length before the dot product.")
+    section[0]["title"] = "Similarity — Cosine normalisation"
+    sentence, _ = definition_sentence("What is cosine normalisation?", section)
+    assert sentence.startswith("Scale each row by its norm")

@@ -22,7 +22,7 @@ from rag.agent.choice import options_answer
 from rag.agent.comparison import compare
 from rag.agent.links import subject_links
 from rag.agent.reader import NULL_MARGIN, Span, sentence_around
-from rag.agent.sentence_pick import heading_lead, pick, with_antecedent
+from rag.agent.sentence_pick import heading_lead, naming_sentence, pick, with_antecedent
 from rag.agent.text import STOPWORDS, overlap, sentences
 
 READ_PASSAGES = 5  # passages the reader reads per target (the answer step's best first)
@@ -125,10 +125,30 @@ def definition_sentence(question: str, passages: list[dict]) -> tuple[str, dict]
             title = str(p.get("title", "")).lower()
             if i == 0 and names and all(st in title for st in stems):
                 score += 1.0
+            heading = title.split(" — ")[-1]
+            if i == 0 and " — " in title and _stem(heading.strip()) == _stem(low):  # a section titled X opens with it
+                score += 1.5
             score -= 0.1 * rank
             if score >= 0.8 and (best is None or score > best[0]):
                 best = (score, sent, p)
-    return (best[1], best[2]) if best else None
+    if best is None:
+        return None
+    return with_sequel(best[1], best[2]["text"]), best[2]
+
+
+_SEQUEL = re.compile(r"^(?:instead|rather|it|that is|in other words|put simply)\b", re.IGNORECASE)
+
+
+def with_sequel(sentence: str, text: str) -> str:
+    """The sentence and the one after it when that one carries on its subject ("ALiBi adds no position vectors.
+    Instead it adds a penalty ..."): a definition that opens with what X is not, or names X before saying what it
+    does, finishes in the next sentence."""
+    sents = sentences(text)
+    if sentence in sents:
+        i = sents.index(sentence)
+        if i + 1 < len(sents) and _SEQUEL.match(sents[i + 1]) and len(sents[i + 1].split()) <= 40:
+            return f"{sentence} {sents[i + 1]}"
+    return sentence
 
 
 class MemoReader:
@@ -281,7 +301,7 @@ def read_answer(
             parts.append(f"{sp.text} [{p['n']}]")
         else:
             a, b = with_antecedent(p["text"], *sentence_around(p["text"], sp.start, sp.end))
-            sentence = " ".join(p["text"][a:b].split())
+            sentence = with_sequel(" ".join(p["text"][a:b].split()), p["text"])
             if sentence and all(sentence not in x for x in parts):
                 parts.append(f"{sentence} [{p['n']}]")
     if not parts and typed:
@@ -299,7 +319,8 @@ def read_answer(
         return ReadAnswer(text, [], False)
     if notes and short:
         return ReadAnswer(" ".join(notes), spans, True)
-    defined = None if short else definition_sentence(question, passages)
+    defined = None if short else naming_sentence(question, readable(passages), READ_PASSAGES)
+    defined = defined or (None if short else definition_sentence(question, passages))
     if not defined and not short and not typed:
         defined = heading_lead(question, readable(passages), READ_PASSAGES)  # the section the question names
     if typed:  # why / relation / comparison: the sentence that gives the reason, relation or figures comes first

@@ -10,10 +10,13 @@ refers to the reason. These helpers rank whole sentences instead, by the questio
   words does not make a sentence say that its subject has the property).
 - why: causal cues (because, so, therefore, which is why, ...).
 - relation: relational cues (both, the two, same, unlike, equals, "=", ...), with the equation just before the
-  sentence when the sentence itself states none.
+  sentence when the sentence itself states none; a set-up sentence ("Let E be ...") counts less, a conclusion
+  ("so ...", "exactly", "give the same") more.
 - heading_lead: the first sentence of a passage whose section heading the question names ("How do I choose nlist"
   and "Choosing nlist and nprobe").
 - with_antecedent: a sentence that refers back ("the opposite profile", "This ...") with the sentence before it.
+- naming_sentence: for "What do you call ...?" / "What is the name for ...?", the sentence that gives the name
+  ("This is indirect prompt injection."), after the sentence that describes what the question describes.
 """
 
 from __future__ import annotations
@@ -68,6 +71,11 @@ _REFERS_BACK = re.compile(
     re.I,
 )
 _EQUATION = re.compile(r"\S\s*=\s*\S")
+_SET_UP = re.compile(r"(?:let|suppose|consider|assume|denote|take)\b", re.I)
+_CONCLUDES = re.compile(
+    r"\b(?:so|thus|therefore|hence|exactly|give the same|gives the same|leads? (?:directly )?to)\b", re.I
+)
+SET_UP_COST = 1.5  # a relation's set-up sentence names both sides and states no relation
 TITLE_WEIGHT = 0.5  # a question word found only in the passage's title counts this much
 RANK_COST = 0.15  # the cost of each place further down the ranked passages
 
@@ -233,6 +241,8 @@ def pick(question: str, passages: list[dict], limit: int = 5) -> dict | None:
             score += 1.0 if _CAUSAL.search(sent) else 0.0
         elif k == "relation":
             score += min(3, len(set(m.lower() for m in _RELATIONAL.findall(sent))))
+            score -= SET_UP_COST if _SET_UP.match(sent) else 0.0  # "Let E be ...": the set-up, not the relation
+            score += 0.5 if _CONCLUDES.search(sent) else 0.0
             score += sum(1 for e in ents if sum(w in sent_stems for w in e) >= 2 / 3 * len(e))  # named in full
         if best is None or score > best[0]:
             best = (score, p, i, sent, negated)
@@ -282,3 +292,38 @@ def with_antecedent(text: str, start: int, end: int) -> tuple[int, int]:
         return start, end
     a, _ = sentence_around(text, len(before) - 1, len(before) - 1)
     return (a, end) if text[a:start].strip() else (start, end)
+
+
+_NAMING_Q = re.compile(
+    r"\bwhat\s+(?:do|would|should)\s+(?:you|we|people|they|one)\s+call\b|\b(?:what(?:'s| is)|which is)\s+the\s+"
+    r"(?:name|term|word)\s+for\b|\bwhat\s+is\s+(?:it|this|that)\s+called\b|\bhow\s+is\s+(?:it|this|that)\s+"
+    r"called\b|\bis\s+there\s+a\s+(?:name|term)\s+for\b",
+    re.I,
+)
+_NAMES = re.compile(
+    r"^(?:this|that|it|such\s+\w+)\s+is\s+(?:called\s+|known\s+as\s+|termed\s+)?(?:an?\s+|the\s+)?\w"
+    r"|\b(?:is|are)\s+(?:called|known\s+as|termed|referred\s+to\s+as|named)\b|\bso-called\b",
+    re.I,
+)
+
+
+def naming_sentence(question: str, passages: list[dict], limit: int = 5) -> tuple[str, dict] | None:
+    """(the described thing's sentence and the one that names it, passage) for a naming question ("What do you call
+    the attack where ...?"): a sentence that names something ("This is indirect prompt injection.", "... is called
+    X") scored by the question's words in it and in the sentence before it. None for other questions, or when no
+    naming sentence shares two of the question's words."""
+    if not _NAMING_Q.search(question):
+        return None
+    q = set(_question_stems(question)) - {"call", "name", "term", "word"}
+    best = None
+    for rank, p in enumerate(passages[:limit]):
+        sents = sentences(p["text"])
+        for i, sent in enumerate(sents):
+            if not _NAMES.search(sent):
+                continue
+            before = sents[i - 1] if i > 0 and _REFERS_BACK.search(sent) else ""
+            hits = len(q & set(_stems(sent + " " + before)))
+            score = hits - RANK_COST * rank
+            if hits >= 2 and (best is None or score > best[0]):
+                best = (score, f"{before} {sent}".strip(), p)
+    return (best[1], best[2]) if best else None

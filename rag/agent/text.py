@@ -82,8 +82,13 @@ def debris(sentence: str) -> bool:
     return bool(_LOG_LINE.search(sentence)) or "`" * 3 in sentence or symbols > 0.25 * max(len(sentence), 1)
 
 
+LEAD_IN_WORDS = 10  # a sentence ending in ":" shorter than this is a lead-in ("Gains and discounts:"), left out
+
+
 def sentences(text: str) -> list[str]:
-    """The readable sentences of a passage: code blocks, HTML tags, table rows, log lines and symbol soup left out."""
+    """The readable sentences of a passage: code blocks, HTML tags, table rows, log lines, symbol soup and short
+    lead-ins to a list or formula left out ("Instead it adds a penalty that grows linearly with the distance:" is
+    kept: it says what the formula means)."""
     out = []
     text = _MARKUP.sub(" ", _FENCED.sub("\n\n", text))
     text = "\n".join(
@@ -96,7 +101,7 @@ def sentences(text: str) -> list[str]:
         out.extend(
             s.strip()
             for s in _SENT_SPLIT.split(block)
-            if len(s.strip()) > 2 and not s.strip().endswith(":") and not debris(s)
+            if len(s.strip()) > 2 and not (s.strip().endswith(":") and len(s.split()) < LEAD_IN_WORDS) and not debris(s)
         )
     return out
 
