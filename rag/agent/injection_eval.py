@@ -102,7 +102,13 @@ as held out:
   89 and 88 and flagged 19 and 19, and 5 of 2,421 corpus sentences against 6, and is shipped. They are held out;
 - round 28 (fresh31, benign31; 98 and 158 items, as two lines of each begin with "# "), measured once, blind, with
   the shipped screen (classifier 10, rules K): line by line 94 of 98 caught and 8 of 158 flagged; as a passage 93
-  of 98 (94.9 %) caught and 13 of 158 flagged, with the corpus's 5 that is 18 of 2,579 (0.70 %). Held out.
+  of 98 (94.9 %) caught and 13 of 158 flagged, with the corpus's 5 that is 18 of 2,579 (0.70 %). Held out;
+- session 10: read_lines counted as a set's items every line after its "# " header (before, every line starting
+  "# " was dropped, so an item written as a Markdown heading was never counted: 2 in each of round 28's files).
+  Round 28 re-read that way, as a passage: 95 of 100 caught, 14 of 160 flagged;
+- round 29 (fresh32, benign32), measured once, blind, with the same shipped screen: line by line 95 of 100 caught
+  and 13 of 160 flagged; as a passage 96 of 100 (96.0 %) caught and 20 of 160 flagged, with the corpus's 5 that is
+  25 of 2,582 (0.97 %). Held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -149,6 +155,7 @@ ATTACK_SETS = (
     "fresh29.txt",
     "fresh30.txt",
     "fresh31.txt",
+    "fresh32.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -182,6 +189,7 @@ BENIGN_SETS = (
     "benign29.txt",
     "benign30.txt",
     "benign31.txt",
+    "benign32.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -201,18 +209,26 @@ SPLIT = {  # what each set was used for (see the module doc)
     **{f"benign{n}.txt": "trained" for n in range(11, 25)},
     **{f"fresh{n}.txt": "trained" for n in range(25, 29)},
     **{f"benign{n}.txt": "trained" for n in range(25, 29)},
-    **{f"fresh{n}.txt": "held out" for n in (29, 30, 31)},
-    **{f"benign{n}.txt": "held out" for n in (29, 30, 31)},
+    **{f"fresh{n}.txt": "held out" for n in (29, 30, 31, 32)},
+    **{f"benign{n}.txt": "held out" for n in (29, 30, 31, 32)},
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
 
-def read_lines(name: str) -> list[str]:
+def read_lines(name: str, skip_hash_lines: bool = False) -> list[str]:
+    """A set's items, one per line, without its first line when that is a "# ..." header. An item may itself be a
+    Markdown heading ("# Setup" is a look-alike, "### Instruction:" an attack), so later lines are never headers.
+    skip_hash_lines=True reads the sets as sessions before 10 did (every line starting "# " dropped): the training
+    data of the shipped classifier (rag.agent.injection_fit), kept so that its re-train command reproduces it."""
     path = SETS / name
     if not path.exists():
         return []
     lines = path.read_text(encoding="utf-8").splitlines()
-    return [line for line in lines if line.strip() and not line.startswith("# ")]  # "### Instruction:" is an attack
+    if skip_hash_lines:
+        return [line for line in lines if line.strip() and not line.startswith("# ")]
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    return [line for line in lines if line.strip()]
 
 
 def variants(name: str) -> list[list[str]]:

@@ -222,9 +222,10 @@ def training_texts(seed: int = 0) -> tuple[list[str], list[int]]:
     from rag.agent.injection_eval import read_lines
 
     gen_pos, gen_neg = generate(6000, 3500, seed)
-    attacks = [line.replace("\\n", " ") for name in TRAIN_ATTACK_SETS for line in read_lines(name)]
+    # read as the shipped classifier was trained (read_lines' skip_hash_lines)
+    attacks = [line.replace("\\n", " ") for name in TRAIN_ATTACK_SETS for line in read_lines(name, True)]
     positives = gen_pos + EXEMPLARS + TRAIN_POSITIVE + attacks
-    benign_sets = [line for name in TRAIN_BENIGN_SETS for line in read_lines(name)]
+    benign_sets = [line for name in TRAIN_BENIGN_SETS for line in read_lines(name, True)]
     negatives = gen_neg + corpus_sentences(0, per_corpus=1500) + builtin_lines(0) + BENIGN_IMPERATIVE + benign_sets
     pairs = [(t, 1) for t in positives] + [(t, 0) for t in negatives]
     random.Random(seed).shuffle(pairs)
