@@ -244,3 +244,11 @@ def test_a_naming_question_gets_the_sentence_that_names_it():
     got = naming_sentence("What do you call it when an attacker stores a forged response in a shared cache?", [p])
     assert got[0].endswith("This is cache poisoning.") and "forged response" in got[0]
     assert naming_sentence("What does a cache keep?", [p]) is None  # not a naming question
+
+
+def test_a_conditional_yes_no_question_and_a_sentence_that_opens_with_a_pronoun_object():
+    assert kind("If I double a vector, does its cosine similarity to another change?") == "yes/no"
+    assert kind("If the index is rebuilt, which file changes?") is None
+    text = "Cap the rounds at three. Without them, a loop can rewrite the query forever."
+    start = text.index("Without")
+    assert with_antecedent(text, start, len(text)) == (0, len(text))

@@ -25,7 +25,11 @@ import re
 
 from rag.agent.text import STOPWORDS, sentences, words
 
-_YES_NO = re.compile(r"^\s*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should|must)\b", re.I)
+_YES_NO = re.compile(
+    r"^\s*(?:(?:if|when|once|suppose)\b[^,?]{0,120},\s*)?"  # "If I double a vector, does its cosine change?"
+    r"(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should|must)\b",
+    re.I,
+)
 _WHY = re.compile(r"^\s*why\b|\bfor what reason\b", re.I)
 _LINKED = r"(?:related|relate|relates|connected|connect|connects|linked|link|links|tied|tie|ties|associated)"
 _RELATION = re.compile(
@@ -66,6 +70,8 @@ _RELATIONAL = re.compile(
 )
 _REFERS_BACK = re.compile(
     r"^(?:this|that|these|those|it|they|its|their|such|both|the two|the former|the latter)\b"
+    r"|^(?:without|with|for|from|by|unlike|like|besides|despite|beyond|after|before)\s+"
+    r"(?:them|it|this|that|these|those|such \w+)\b"
     r"|\bthe (?:opposite|same|former|latter|reverse)\b"
     r"|\b(?:this|that|these|those) (?:value|number|figure|result|amount|loss|rate|size|cost|formula)s?\b",
     re.I,
