@@ -92,6 +92,7 @@ def test_a_side_may_be_named_by_its_initials():
             ["truncation"],
         ),
         ("Between whitening and all-but-the-top, which is milder?", ["whiten"], ["all-but-the-top", "top"]),
+        ("bf16 vs fp16 - which has the bigger range?", ["bf16"], ["fp16"]),
     ],
 )
 def test_options_before_which_after_a_colon_or_between(question, a, b):

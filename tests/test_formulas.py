@@ -266,3 +266,52 @@ def test_ranking_sentences_state_every_number_they_read():
     assert "3, 2, 0, 1, 0, 0, 2, 0, 0, 0" in result.text and "≈ 0.954" in result.text
     result = calculate("BM25 with k1=1.5, b=0.75, N=1000, n=10, f=3, |D| = 2·avgdl: the term's score?")
     assert result.text.endswith("≈ 6.08.") and "|D|/avgdl = 2" in result.text
+
+
+@pytest.mark.parametrize(
+    "question, kind, key, value",
+    [
+        (
+            "A learned position table for three thousand and seventy-two positions at a width of 1024: how many "
+            "parameters?",
+            "position_table",
+            "params",
+            3072 * 1024,
+        ),
+        (
+            "MRR@10 for three queries whose first relevant results sit at rank three, nowhere in the top ten and "
+            "rank one?",
+            "reciprocal_rank",
+            "mrr",
+            (1 / 3 + 0 + 1) / 3,
+        ),
+        (
+            "Two unit vectors have cosine 0.6: what is their squared Euclidean distance?",
+            "unit_distance",
+            "squared_distance",
+            0.8,
+        ),
+        ("Normalized embeddings at an L2 distance of 0.5: what cosine similarity?", "unit_distance", "cos", 0.875),
+        ("Bytes of a 64k-vocab table at width 2048 in fp16?", "bytes", "bytes_fp16", 64_000 * 2048 * 2),
+    ],
+)
+def test_numbers_in_words_and_more_forms(question, kind, key, value):
+    result = calculate(question)
+    assert result is not None and result.kind == kind, result and result.text
+    assert result.values[key] == pytest.approx(value, rel=1e-4), result.text
+
+
+def test_number_words_read_as_digits_but_not_one_hot_or_which_one():
+    from rag.agent.number_words import digits
+
+    assert (
+        digits("two thousand and forty-eight positions, rank one, twenty-one layers")
+        == "2048 positions, rank 1, 21 layers"
+    )
+    assert digits("which one is a one-hot vector, two-tower model") == "which one is a one-hot vector, two-tower model"
+    assert digits("two three") == "two three"  # not one number
+
+
+def test_a_question_about_a_quality_gap_is_not_about_bytes():
+    assert calculate("PCA versus truncation at 64 dims: how large is the nDCG@10 gap between them?") is None
+    assert calculate("Cosine 0.9 between two vectors: their distance?") is None  # unit length not said: no identity

@@ -39,7 +39,9 @@ _PATTERNS = [
         r"(?:\s+(?:on|for|in)\s+(?P<m>[^?]+))?\s*\??$",
         re.I,
     ),
-    re.compile(r"^(?P<a>[^?]+?)\s+(?:vs\.?|versus)\s+(?P<b>[^?]+?)(?:\s*[:,]\s*(?P<m>[^?]+))?\s*\??$", re.I),
+    re.compile(
+        r"^(?P<a>[^?]+?)\s+(?:vs\.?|versus)\s+(?P<b>[^?]+?)(?:(?:\s*[:,]|\s+[-–—])\s*(?P<m>[^?]+))?\s*\??$", re.I
+    ),
 ]
 _CUE = re.compile(
     r"\bthan\b|\btimes\b|\binstead of\b|\bvs\.?\b|\bversus\b|\bagainst\b|\bcompared\b|\bwhereas\b|\bwhile\b", re.I

@@ -26,8 +26,9 @@ fire; "how much memory per vector does HNSW use" gives no d, so no figure is mad
   index bytes/vector  flat 4·d, fp16 2·d, SQ8/int8 d, binary d/8, IVF-Flat 4·d + 8, IVF-PQ m + 8,
                       HNSW 4·d + 2·M·4 (SQ8 codes: d + 2·M·4)
   table               V·d parameters, V·d·b bytes (b = 4 fp32, 2 fp16/bf16, 1 int8, 0.5 4-bit)
-  ranking             BM25 term score, IDF, DCG/nDCG@k, reciprocal rank/MRR, Recall/Precision@k, RRF: first in the
-                      table, computed in rag.agent.ranking_formulas
+  ranking             BM25 term score, IDF, DCG/nDCG@k, reciprocal rank/MRR, Recall/Precision@k, RRF, and for unit
+                      vectors ‖a − b‖² = 2 − 2·cos: first in the table, computed in rag.agent.ranking_formulas
+Numbers written in words are read as digits first (rag.agent.number_words).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag.agent import ranking_formulas as ranking
+from rag.agent.number_words import digits
 
 BYTES_PER_PARAM = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5, "binary": 0.125}
 ADAM_BYTES_PER_PARAM = 16  # fp32 weight + gradient + m + v
@@ -70,7 +72,9 @@ _QUANTITIES = {  # name: patterns, the first match wins
             r"\b(?:vocab(?:ulary)?(?:\s+(?:size|of\s+size))?|categories|items|tokens? in the vocabulary)" + _SEP + _NUM,
             _I,
         ),
-        re.compile(_NUM + r"[\s-]*(?:-token\s+vocab(?:ulary)?|token\s+vocab(?:ulary)?|categories|items)\b", _I),
+        re.compile(
+            _NUM + r"[\s-]*(?:-token\s+vocab(?:ulary)?|token\s+vocab(?:ulary)?|vocab(?:ulary)?|categories|items)\b", _I
+        ),
     ],
     "d": [
         re.compile(r"\b(?:d|d_model)" + _SEP + _NUM),
@@ -659,6 +663,15 @@ FORMULAS: list[Formula] = [
         raw=True,
     ),
     Formula(
+        "unit_distance",
+        _r(r"(?=.*(?:\bunit\b|normali[sz]ed|unit-length))(?=.*\bcos)(?=.*(?:distance|euclidean|\bl2\b))"),
+        (),
+        ranking.unit_distance,
+        "unit vectors squared Euclidean distance 2 − 2·cos identity",
+        r"2 − 2·cos",
+        raw=True,
+    ),
+    Formula(
         "uniform",
         _r(
             r"(?=.*(?:\buniform(?:ly)?\b|\bat random\b|\bequal probabilit))(?=.*(?:loss|entropy|perplexity|nats?\b|bits?\b))"
@@ -809,7 +822,7 @@ FORMULAS: list[Formula] = [
         _index_bytes,
         "bytes per vector d float32 int8 index memory",
         r"bytes per vector",
-        _r(r"\btables?\b|\bvocab"),
+        _r(r"\btables?\b|\bvocab|\bgap\b|\bdifference\b|\bndcg|\brecall\b|\bmrr\b|\bquality\b|\baccuracy\b"),
     ),
     Formula(
         "bytes",
@@ -871,6 +884,7 @@ def unused_numbers(question: str, text: str, read: tuple[float, ...] = ()) -> li
 def calculate(question: str) -> CalcResult | None:
     """The first formula in FORMULAS whose quantity the question asks for, whose numbers it gives and whose
     sentence states every number the question gives, applied; None when there is none."""
+    question = digits(question)  # "two thousand and forty-eight positions" -> "2048 positions"
     q = read_quantities(question)
     outcomes = _OUTCOMES.search(question)
     if outcomes or "V" in q:

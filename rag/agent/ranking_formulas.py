@@ -9,6 +9,7 @@ recall-and-mrr.md, hybrid-fusion.md), applied to the numbers a question gives.
   reciprocal rank   1/r for the first relevant rank r, 0 when none; MRR is their mean over queries
   Recall@k          relevant in the top k / all relevant; Precision@k = relevant in the top k / k
   RRF               Σ 1 / (k + rank), k = 60 by convention
+  unit vectors      ‖a − b‖² = 2 − 2·cos(a, b), either way round (unit-vector-distance-identity.md)
 
 Each `compute(question, low)` reads the question as written (N and n differ only by case) and returns (values,
 sentence) or None when the question does not give the numbers. The sentence states every number it read, so
@@ -236,22 +237,36 @@ def dcg(question: str, low: str):
 
 # ---- reciprocal rank and MRR ----
 
-_MISS = r"none|no relevant(?: \w+)?|not found|missing|absent|nothing|miss(?:ed)?|-|—"
-_RANKS = re.compile(
-    r"\b(?:first[- ]relevant\s+)?(?:ranks?|positions?|places?)\b[^\d]{0,30}?"
-    rf"((?:(?:\d+(?:st|nd|rd|th)?|{_MISS})(?:\s*,\s*(?:and\s+)?|\s+and\s+|\s+then\s+|\s*;\s*|\s+)?)+)",
-    _I,
-)
+_MISS = r"none|nowhere|not found|missing|absent|missed|no relevant(?: \w+)?"
+_RANK_WORD = re.compile(r"\b(?:ranks?|ranked|positions?|places?)\b", _I)
+_NOT_RANKS = re.compile(r"@\s*\d+|\btop[- ]\d+\b|\b\d+\s+(?:quer(?:y|ies)|searches|questions)\b|\bk\s*=\s*\d+", _I)
+
+
+def _ranks(question: str) -> list[int] | None:
+    """The first relevant ranks a question lists, 0 for a query with none: "ranks 1, 3, none and 2", "rank 2, rank
+    4, nowhere in the top 10, and rank 1"; None when it names no rank."""
+    m = _RANK_WORD.search(question)
+    if not m:
+        return None
+    rest = re.sub(
+        rf"\b(?:{_MISS})\b(?:\s+in\s+the\s+top[- ]?\d*)?|\bnot\s+in\s+the\s+top[- ]?\d*",
+        " none ",
+        question[m.start() :],
+        flags=_I,
+    )
+    rest = _NOT_RANKS.sub(" ", rest)
+    tokens = re.findall(r"\b(\d+)(?:st|nd|rd|th)?\b|\b(none)\b", rest, _I)
+    ranks = [int(d) if d else 0 for d, _ in tokens]
+    return ranks if any(ranks) else None
 
 
 def reciprocal_rank(question: str, low: str):
-    m = _RANKS.search(question)
-    if not m:
+    ranks = _ranks(question)
+    if not ranks:
         return None
-    tokens = re.findall(rf"\d+|{_MISS}", m.group(1), _I)
-    ranks = [int(t) if t.isdigit() else 0 for t in tokens]
-    if not ranks or not any(ranks):
-        return None
+    queries = re.search(r"\b(\d+)\s+(?:quer(?:y|ies)|searches|questions)\b", question, _I)
+    if queries and int(queries.group(1)) != len(ranks):
+        return None  # "over 4 queries" with 3 ranks read: the list is not what the question says
     k = _cutoff(question)
     rr = [1 / r if r and (k is None or r <= k) else 0.0 for r in ranks]
     shown = [f"1/{r} ≈ {x:.3f}" if x else ("0" if not r else f"0 ({r} > {k})") for r, x in zip(ranks, rr)]
@@ -263,9 +278,42 @@ def reciprocal_rank(question: str, low: str):
     mean = sum(rr) / len(rr)
     text = (
         f"Reciprocal rank 1/r per query (0 when no relevant document is found): {', '.join(shown)}; "
-        f"MRR{at} = ({' + '.join(f'{x:.3f}' for x in rr)}) / {len(rr)} ≈ {mean:.3f}."
+        f"MRR{at} = ({' + '.join(f'{x:.3f}' for x in rr)}) / {len(rr)} ≈ {_fmt(mean, 4)}" + "."
     )
     return {"rr": [round(x, 4) for x in rr], "mrr": round(mean, 4)}, text
+
+
+# ---- unit vectors: distance and cosine ----
+
+_COS = re.compile(r"\bcos(?:ine)?(?:\s+similarity)?\s*(?:of|=|is|:)?\s*(-?\d*\.\d+|-?[01](?![\d.]))", _I)
+_DIST = re.compile(r"\bdistance\s*(?:of|=|is|:)?\s*(\d*\.\d+|\d+(?![\d.]))", _I)
+
+
+def unit_distance(question: str, low: str):
+    """‖a − b‖² = 2 − 2·cos(a, b) for unit vectors: the distance from a cosine, or the cosine from a distance."""
+    cos = _COS.search(question)
+    if cos and re.search(r"distance|euclidean|\bl2\b", low[cos.end() :] + low[: cos.start()]):
+        c = float(cos.group(1))
+        if not -1 <= c <= 1:
+            return None
+        sq = 2 - 2 * c
+        text = (
+            f"For unit vectors ‖a − b‖² = 2 − 2·cos(a, b), so a cosine of {_fmt(c)} gives a squared Euclidean "
+            f"distance of 2 − 2 × {_fmt(c)} = {_fmt(sq)} (distance √{_fmt(sq)} ≈ {math.sqrt(sq):.3f})."
+        )
+        return {"cos": c, "squared_distance": round(sq, 6), "distance": round(math.sqrt(sq), 6)}, text
+    dist = _DIST.search(question)
+    if dist:
+        d = float(dist.group(1))
+        squared = bool(re.search(r"squared", low[max(0, dist.start() - 20) : dist.start()]))
+        sq = d if squared else d * d
+        if not 0 <= sq <= 4:
+            return None
+        c = 1 - sq / 2
+        said = f"a squared distance of {_fmt(d)}" if squared else f"a distance of {_fmt(d)} (squared {_fmt(sq)})"
+        text = f"For unit vectors cos(a, b) = 1 − ‖a − b‖²/2, so {said} means a cosine of 1 − {_fmt(sq)}/2 = {_fmt(c)}."
+        return {"cos": round(c, 6), "squared_distance": sq}, text
+    return None
 
 
 # ---- Recall@k and Precision@k ----
