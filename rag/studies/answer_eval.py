@@ -141,8 +141,13 @@ def single_shot_rows(retriever, backend, items: list[dict], short: bool, progres
 
 
 def agent_rows(retriever, backend, items: list[dict], agent: AgentSettings, progress=None, name="agent"):
+    """The agent as a user runs it: an extractive backend ranks sentences by the retriever's own encoder too, as
+    run_agent does for the backend it builds by name."""
     from rag.agent import run_agent
+    from rag.agent.llm import ExtractiveBackend
 
+    if type(backend) is ExtractiveBackend and backend.embed is None and retriever.encoder is not None:
+        backend = ExtractiveBackend(backend.max_sentences, embed=retriever.encoder.encode, reader=backend.reader)
     rows = []
     for i, item in enumerate(items):
         t0 = time.perf_counter()
