@@ -90,9 +90,14 @@ CORPUS = pathlib.Path(__file__).resolve().parents[1] / "corpus"
     ],
 )
 def test_each_formula_applies_to_the_questions_numbers(question, kind, key, value):
+    check(question, kind, key, value)
+
+
+def check(question: str, kind: str, key: str, value: float, rel: float = 1e-4) -> None:
+    """The formula `kind` answers the question, and its `key` value is `value`."""
     result = calculate(question)
     assert result is not None and result.kind == kind, result and result.text
-    assert result.values[key] == pytest.approx(value, rel=1e-4), result.text
+    assert result.values[key] == pytest.approx(value, rel=rel), result.text
 
 
 @pytest.mark.parametrize(
@@ -241,9 +246,7 @@ def test_worded_counts_and_both_d_rules():
     ],
 )
 def test_each_ranking_formula_applies_to_the_questions_numbers(question, kind, key, value):
-    result = calculate(question)
-    assert result is not None and result.kind == kind, result and result.text
-    assert result.values[key] == pytest.approx(value, rel=1e-3), result.text
+    check(question, kind, key, value, rel=1e-3)
 
 
 @pytest.mark.parametrize(
@@ -296,9 +299,7 @@ def test_ranking_sentences_state_every_number_they_read():
     ],
 )
 def test_numbers_in_words_and_more_forms(question, kind, key, value):
-    result = calculate(question)
-    assert result is not None and result.kind == kind, result and result.text
-    assert result.values[key] == pytest.approx(value, rel=1e-4), result.text
+    check(question, kind, key, value)
 
 
 def test_number_words_read_as_digits_but_not_one_hot_or_which_one():
