@@ -38,7 +38,7 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-# a one-letter symbol named as one: "the b parameter", "parameter b", "what does d control", "k = 10"
+# a one-letter symbol named as one: "the b parameter", "parameter b", "what does d control"
 _SYMBOL = re.compile(
     r"\b(?:the\s+)?([b-hj-zB-HJ-Z])\s+(?:parameters?|values?|terms?|coefficients?|constants?|settings?|"
     r"hyperparameters?|controls?|stands?\s+for|means?|do(?:es)?)\b"
