@@ -23,7 +23,7 @@ import re
 
 _NUM = r"(\d+(?:,\d{3})+|\d+(?:\.\d+)?)"
 _I = re.IGNORECASE
-_WORDED = {"twice": 2.0, "double": 2.0, "half": 0.5, "three times": 3.0, "triple": 3.0, "thrice": 3.0}
+_WORDED = {"twice": 2.0, "double": 2.0, "half": 0.5, "triple": 3.0, "thrice": 3.0}  # "three times": digits first
 
 
 def _num(text: str) -> float:
@@ -98,9 +98,18 @@ def _length_ratio(text: str) -> tuple[float, str] | None:
     return None
 
 
+def _collection_size(question: str) -> float | None:
+    """N, the documents in the collection: "N = 1000" read by case (n is those with the term), the rest in any."""
+    return _first(_COLLECTION, question, 0) or _first(_COLLECTION[1:], question)
+
+
+def _containing(question: str) -> float | None:
+    """n (or df), the documents that hold the term: "n = 10" and "df = 10" read by case, the rest in any."""
+    return _first(_CONTAINING, question, 0) or _first(_CONTAINING[2:], question)
+
+
 def bm25_term(question: str, low: str):
-    big_n = _first(_COLLECTION, question, 0) or _first(_COLLECTION[1:], question)
-    n = _first(_CONTAINING, question, 0) or _first(_CONTAINING[2:], question)
+    big_n, n = _collection_size(question), _containing(question)
     if big_n is None or n is None or not 0 < n <= big_n:
         return None
     idf = math.log((big_n - n + 0.5) / (n + 0.5) + 1)
@@ -143,13 +152,13 @@ _QUOTED_DF = re.compile(r"['\"‘“]([^'\"’”]{1,30})['\"’”][^0-9'\"‘�
 
 
 def idf_weight(question: str, low: str):
-    big_n = _first(_COLLECTION, question, 0) or _first(_COLLECTION[1:], question)
+    big_n = _collection_size(question)
     if big_n is None:
         return None
     pairs = [(m.group(1), _num(m.group(2))) for m in _QUOTED_DF.finditer(question)]
     pairs = [(w, df) for w, df in pairs if 0 < df <= big_n]
     if not pairs:
-        df = _first(_CONTAINING, question, 0) or _first(_CONTAINING[2:], question)
+        df = _containing(question)
         if df is None or not 0 < df <= big_n:
             return None
         pairs = [("the word", df)]
