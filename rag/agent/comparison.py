@@ -11,6 +11,7 @@ sentences here ("SQ8: bytes per vector 384"), because comparisons are often tabu
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from rag.agent.sentence_pick import RANK_COST, TITLE_WEIGHT, stem
 from rag.agent.text import STOPWORDS, sentences, words
@@ -163,23 +164,37 @@ def compare(question: str, passages: list[dict], limit: int = 5) -> dict | None:
             score += 0.5 * min(3, sum(w in st or w in title for w in context))
             # its figures answer the question when they measure what it asks about (its metric, its figures)
             measured = bool(figures) and bool(metric_hits or asked_figures & set(figures) or _HOW_MUCH.search(question))
-            scored.append((score, has_a, has_b, sent, p, compares, measured))
+            scored.append(_Scored(score, has_a, has_b, sent, p, compares, measured))
     if not scored:
         return None
-    scored.sort(key=lambda x: (-x[6], -x[0]))  # figures that measure what is asked are the answer: they come first
-    both = [x for x in scored if x[1] and x[2]]
-    if scored[0][6]:
-        if both and both[0][6]:
-            return {"kind": "comparison", "sentence": both[0][3], "passage": both[0][4], "prefix": ""}
+    scored.sort(key=lambda x: (-x.measured, -x.score))  # figures that measure what is asked are the answer: first
+    both = [x for x in scored if x.has_a and x.has_b]
+    if scored[0].measured:
+        if both and both[0].measured:
+            return _answer(both[0].sentence, both[0].passage)
         best = scored[0]
-        missing = 2 if best[1] else 1  # the side the best sentence does not name
-        other = next((x for x in scored[1:] if x[missing] and not x[3 - missing] and x[6]), None)
+        # a sentence with a figure for the side the best one does not name
+        other = next((x for x in scored[1:] if x.measured and (x.has_a, x.has_b) == (best.has_b, best.has_a)), None)
         if other is not None:
-            first, second = (best, other) if missing == 2 else (other, best)  # A's figure, then B's, as asked
-            text = first[3] if first[4] is second[4] else f"{first[3]} [{first[4]['n']}]"
-            return {"kind": "comparison", "sentence": f"{text} {second[3]}", "passage": second[4], "prefix": ""}
+            first, second = (best, other) if best.has_a else (other, best)  # A's figure, then B's, as asked
+            text = first.sentence if first.passage is second.passage else f"{first.sentence} [{first.passage['n']}]"
+            return _answer(f"{text} {second.sentence}", second.passage)
     # no figure for each side: the best sentence that states the comparison ("A is gentler") or names both sides
-    top = max(scored, key=lambda x: x[0])
-    if top[5] or (top[1] and top[2]):
-        return {"kind": "comparison", "sentence": top[3], "passage": top[4], "prefix": ""}
+    top = max(scored, key=lambda x: x.score)
+    if top.compares or (top.has_a and top.has_b):
+        return _answer(top.sentence, top.passage)
     return None  # the reader's answer stands
+
+
+class _Scored(NamedTuple):
+    score: float
+    has_a: bool
+    has_b: bool
+    sentence: str
+    passage: dict
+    compares: bool  # it states a comparison ("gentler", "slightly above")
+    measured: bool  # its figures measure what the question asks about
+
+
+def _answer(sentence: str, passage: dict) -> dict:
+    return {"kind": "comparison", "sentence": sentence, "passage": passage, "prefix": ""}
