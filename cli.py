@@ -146,6 +146,7 @@ train_app = typer.Typer(
 train_app.command("reader")(reader.train_reader)
 train_app.command("screen")(reader.train_screen)
 train_app.command("hop")(reader.train_hop)
+train_app.command("sentences")(reader.train_sentences)
 app.add_typer(train_app, name="train")
 
 bench_app = typer.Typer(

@@ -146,7 +146,10 @@ def run_agent(
     if backend is None and isinstance(chosen, ExtractiveBackend) and retriever.encoder is not None:
         # the extractive backend asked for by name ranks sentences by the retriever's own encoder too
         chosen = ExtractiveBackend(
-            chosen.max_sentences, embed=lambda texts: retriever.encoder.encode(texts), reader=chosen.reader
+            chosen.max_sentences,
+            embed=lambda texts: retriever.encoder.encode(texts),
+            reader=chosen.reader,
+            ranked_sentence=chosen.ranked_sentence,
         )
     reader = getattr(chosen, "reader", None) if agent.use_reader else None
     steps = [{"node": "backend", "warning": w} for w in warnings]

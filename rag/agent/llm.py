@@ -79,10 +79,11 @@ class ExtractiveBackend:
     name = "extractive"
     can_judge = False
 
-    def __init__(self, max_sentences: int = 2, embed=None, reader=None):
+    def __init__(self, max_sentences: int = 2, embed=None, reader=None, ranked_sentence: bool = True):
         self.max_sentences = max_sentences
         self.embed = embed
         self.reader = reader  # rag.agent.reader.Reader: the learned span reader; None: sentence ranking only
+        self.ranked_sentence = ranked_sentence  # a long answer adds the learned ranker's best sentence
 
     def answer_spans(
         self,
@@ -94,7 +95,8 @@ class ExtractiveBackend:
         reader=None,
     ) -> tuple[str, list[dict]]:
         """(answer, the spans it quotes: {n, id, text, start, end}) from the learned reader (`reader`, else the
-        backend's own); without a reader, the sentence-ranking answer and no spans."""
+        backend's own); without a reader, the sentence-ranking answer and no spans. A long answer that was found
+        adds the learned sentence ranker's best sentence that it lacks (rag.agent.sentence_rank)."""
         reader = reader or self.reader
         if reader is None:
             return self.answer(question, passages, notes, sub_questions, short), []
@@ -110,7 +112,12 @@ class ExtractiveBackend:
             fallback=self.sentence_answer,
             support=self.support_sentence,
         )
-        return result.text, result.spans
+        text = result.text
+        if self.ranked_sentence and result.found and not short:
+            from rag.agent.sentence_rank import with_best_sentence
+
+            text = with_best_sentence(question, passages, text, self.embed, reader)
+        return text, result.spans
 
     def ranked(
         self, question: str, passages: list[dict], sub_questions: list[str] | None = None, memo: dict | None = None

@@ -147,7 +147,12 @@ def agent_rows(retriever, backend, items: list[dict], agent: AgentSettings, prog
     from rag.agent.llm import ExtractiveBackend
 
     if type(backend) is ExtractiveBackend and backend.embed is None and retriever.encoder is not None:
-        backend = ExtractiveBackend(backend.max_sentences, embed=retriever.encoder.encode, reader=backend.reader)
+        backend = ExtractiveBackend(
+            backend.max_sentences,
+            embed=retriever.encoder.encode,
+            reader=backend.reader,
+            ranked_sentence=backend.ranked_sentence,
+        )
     rows = []
     for i, item in enumerate(items):
         t0 = time.perf_counter()

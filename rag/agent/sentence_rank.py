@@ -1,0 +1,261 @@
+"""A learned answer-sentence ranker: which sentence of the passages states the answer?
+
+The typed rules (rag.agent.sentence_pick, rag.agent.comparison, rag.agent.reading) each choose a sentence for one
+question shape. On question sets written blind they put the key fact in the answer for about half the questions
+(45 of 80 in session 10), though the gold passage was among the first ten for 79 of the 80: each rule reads the
+phrasings it was written from. This model looks at every sentence of the passages the answer is written from and
+scores it with a logistic regression over features that name no phrasing:
+- how close it is to the question: the retriever's encoder cosine (and its gap to the best sentence), IDF-weighted
+  word overlap, the share of the question's words it holds, in it or only in its passage's title;
+- where it sits: its passage's rank, first sentence or not, its position and length;
+- what the learned reader found: whether its passage's best span lies in it, and that span's margin;
+- cue words matched to the question's kind: figures for how much / how many, a negation for yes/no, a comparative
+  for a comparison, a definition's "is a" for "What is X?", causal words for why, an equation for relations,
+  commands for how-to;
+- what the rules chose: whether the sentence is in the rules' answer, and first in it.
+
+`rank(question, passages, answer, embed, reader)` gives (probability, sentence, passage) best first. The answer step
+(rag.agent.llm.ExtractiveBackend) adds the best sentence that the rules' answer does not hold to a long answer,
+when its probability reaches the weights' threshold (with_best_sentence): the rules' sentence still leads, and the
+ranked one backs it up. Measured by cross-validation over the development sets (each set held out in turn, see
+rag.agent.sentence_rank_fit), the ranker's first sentence alone holds the key fact less often than the rules'
+answer, and adding it to the rules' answer holds it more often than either. The weights are a few dozen floats
+(sentence_rank_weights.npz; sha256, training figures and the command that re-trains them in the JSON beside it),
+fitted by `rag train sentences` (rag.agent.sentence_rank_fit) on the built-in question sets used for development.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from rag.agent.comparison import sides
+from rag.agent.reading import READ_PASSAGES, definition_target, is_how_to, readable
+from rag.agent.sentence_pick import kind, stem
+from rag.agent.text import content_words, is_injection, sentences, strip_citations, words
+
+WEIGHTS = Path(__file__).with_name("sentence_rank_weights.npz")
+WEIGHTS_INFO = Path(__file__).with_name("sentence_rank_weights.json")
+RETRAIN = "rag train sentences"
+
+_QUANTITY = re.compile(
+    r"\bhow\s+(?:many|much|big|large|small|long|fast|slow|far|often)\b|\bwhat\s+(?:is|was|are)\s+the\s+"
+    r"(?:value|number|size|score|ratio|cost|count|total|share|rate|percentage)\b|\bby\s+how\s+much\b"
+    r"|\b(?:compute|calculate|work\s+out)\b",
+    re.I,
+)
+_FIGURE = re.compile(r"(?<![A-Za-z])\d")
+_NEGATION = re.compile(
+    r"\b(?:no|not|never|none|cannot|without|neither|nor|undefined|unsupported|impossible)\b|n['’]t\b", re.I
+)
+_COMPARATIVE = re.compile(
+    r"\bthan\b|\bwhereas\b|\bwhile\b|\bunlike\b|\binstead\b|\bversus\b|\bvs\b|\b(?:more|less|fewer|better|worse|"
+    r"faster|slower|smaller|larger|higher|lower|cheaper)\b|\b\w{3,}er\b",
+    re.I,
+)
+_DEFINES = re.compile(r"\b(?:is|are)\s+(?:a|an|the)\b|\brefers?\s+to\b|\bmeans?\b|\bcalled\b|\bdefined\s+as\b", re.I)
+_CAUSAL = re.compile(r"\bbecause\b|\bso\s+that\b|\btherefore\b|\bwhich\s+is\s+why\b|\bsince\b|\bthus\b|\bhence\b", re.I)
+_EQUATION = re.compile(r"\S\s*[=≈∝]\s*\S|[·×√Σ]")
+_COMMAND = re.compile(
+    r"`|^\s*(?:use|run|set|call|pass|add|compute|divide|multiply|subtract|take|fit|train|pick|choose|start|"
+    r"normali[sz]e|apply|remove|project|keep)\b|\bto\s+\w+\s*,|\bstep\b|\bfirst\b",
+    re.I,
+)
+_REFERS_BACK = re.compile(r"^(?:it|this|these|they|such|that|those|its|their)\b", re.I)
+
+FEATURES = (
+    "cosine",
+    "cosine gap to the best",
+    "overlap / best overlap",
+    "question words held",
+    "question words in the title only",
+    "1 / (1 + passage rank)",
+    "first sentence",
+    "log position",
+    "log words",
+    "has a figure",
+    "quantity question x figure",
+    "yes/no x negation",
+    "relation x equation",
+    "definition x defines",
+    "definition x names the term",
+    "comparison x comparative",
+    "comparison x names both sides",
+    "why x causal",
+    "how-to x command",
+    "equation",
+    "refers back",
+    "ends with a colon",
+    "holds its passage's reader span",
+    "reader span margin / 10",
+    "holds the best reader span",
+    "in the rules' answer",
+    "first in the rules' answer",
+)
+
+
+@dataclass
+class Candidate:
+    passage: dict
+    rank: int  # the passage's place among those read
+    index: int  # the sentence's place in its passage
+    text: str
+
+
+def candidates(passages: list[dict], limit: int = READ_PASSAGES) -> list[Candidate]:
+    """Every sentence of the first `limit` readable passages, but planted instructions."""
+    out = []
+    for rank, p in enumerate(readable(passages)[:limit]):
+        for i, sent in enumerate(sentences(p["text"])):
+            if not is_injection(sent):
+                out.append(Candidate(p, rank, i, sent))
+    return out
+
+
+def _flat(text: str) -> str:
+    return " ".join(strip_citations(text).split())
+
+
+def _reader_marks(reader, question: str, cands: list[Candidate]) -> tuple[dict[int, float], int | None]:
+    """({candidate index: margin of its passage's best span, for the sentence holding it}, the candidate holding
+    the best span of all)."""
+    if reader is None or not cands:
+        return {}, None
+    ps = list({id(c.passage): c.passage for c in cands}.values())
+    marks: dict[int, float] = {}
+    best = None
+    for sp in reader.read(question, [p["text"] for p in ps]):
+        text = ps[sp.passage]["text"]
+        for j, c in enumerate(cands):
+            if c.passage is ps[sp.passage]:
+                at = text.find(c.text)
+                if at >= 0 and at <= sp.start < at + len(c.text):
+                    marks[j] = sp.margin
+                    if best is None or sp.margin > marks[best]:
+                        best = j
+                    break
+    return marks, best
+
+
+def features(question: str, cands: list[Candidate], cosines: np.ndarray, answer: str, reader=None) -> np.ndarray:
+    """The design matrix (len(cands) x len(FEATURES)); see the module doc."""
+    q = list(dict.fromkeys(stem(w) for w in content_words(question)))
+    sent_stems = [{stem(w) for w in words(c.text)} for c in cands]
+    df = Counter(w for s in sent_stems for w in s if w in q)
+    idf = [sum(math.log(1 + len(cands) / df[w]) for w in q if w in s) for s in sent_stems]
+    best_idf = max(idf, default=0.0) or 1.0
+    question_kind = kind(question)
+    quantity = bool(_QUANTITY.search(question))
+    compared = sides(question)
+    target = definition_target(question)
+    target_stems = {stem(w) for w in words(target or "")}
+    how_to = is_how_to(question)
+    marks, best_span = _reader_marks(reader, question, cands)
+    flat_answer = _flat(answer)
+    first_answer = _flat(re.split(r"(?<=\])\s+", answer.strip(), maxsplit=1)[0]) if answer.strip() else ""
+    top_cos = float(cosines.max()) if len(cosines) else 0.0
+    rows = []
+    for j, c in enumerate(cands):
+        s, flat = sent_stems[j], " ".join(c.text.split())
+        title = {stem(w) for w in words(str(c.passage.get("title") or ""))}
+        held = sum(w in s for w in q) / max(1, len(q))
+        title_only = sum(w in title and w not in s for w in q) / max(1, len(q))
+        figure = bool(_FIGURE.search(c.text))
+        both = bool(compared) and all(any(w in s or w in title for w in side) for side in compared[:2])
+        rows.append(
+            [
+                float(cosines[j]),
+                float(cosines[j]) - top_cos,
+                idf[j] / best_idf,
+                held,
+                title_only,
+                1.0 / (1 + c.rank),
+                float(c.index == 0),
+                math.log1p(c.index),
+                math.log1p(len(words(c.text))),
+                float(figure),
+                float(quantity and figure),
+                float(question_kind == "yes/no" and bool(_NEGATION.search(c.text))),
+                float(question_kind == "relation" and bool(_EQUATION.search(c.text))),
+                float(bool(target) and bool(_DEFINES.search(c.text))),
+                float(bool(target_stems) and target_stems <= s),
+                float(bool(compared) and bool(_COMPARATIVE.search(c.text))),
+                float(both),
+                float(question_kind == "why" and bool(_CAUSAL.search(c.text))),
+                float(how_to and bool(_COMMAND.search(c.text))),
+                float(bool(_EQUATION.search(c.text))),
+                float(bool(_REFERS_BACK.match(c.text))),
+                float(c.text.rstrip().endswith(":")),
+                float(j in marks),
+                max(-1.0, min(1.0, marks.get(j, 0.0) / 10.0)),
+                float(j == best_span),
+                float(bool(flat) and flat in flat_answer),
+                float(bool(flat) and flat in first_answer),
+            ]
+        )
+    return np.asarray(rows, dtype=np.float32).reshape(len(cands), len(FEATURES))
+
+
+def cosines_to(question: str, cands: list[Candidate], embed) -> np.ndarray:
+    """The encoder's cosine of each candidate to the question (0 without an encoder)."""
+    if embed is None or not cands:
+        return np.zeros(len(cands), dtype=np.float32)
+    vecs = np.asarray(embed([question] + [c.text for c in cands]), dtype=np.float32)
+    return vecs[1:] @ vecs[0]
+
+
+@dataclass(frozen=True)
+class Model:
+    coef: np.ndarray
+    bias: float
+    threshold: float
+
+    def probabilities(self, x: np.ndarray) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-(x @ self.coef + self.bias)))
+
+
+@lru_cache(maxsize=1)
+def load_model(path: Path = WEIGHTS) -> Model | None:
+    """The trained ranker, or None when its weights are absent (the rules' answer then stands)."""
+    if not path.exists():
+        return None
+    with np.load(path) as z:
+        coef, bias = z["coef"].astype(np.float32), float(z["bias"])
+    if coef.shape != (len(FEATURES),):
+        return None  # weights of another feature set: re-train with RETRAIN
+    info = json.loads(WEIGHTS_INFO.read_text()) if path == WEIGHTS and WEIGHTS_INFO.exists() else {}
+    return Model(coef, bias, float(info.get("threshold", 0.5)))
+
+
+def rank(question: str, passages: list[dict], answer: str, embed=None, reader=None, model: Model | None = None):
+    """[(probability, sentence, passage)] best first, or [] without a model or sentences."""
+    model = model or load_model()
+    cands = candidates(passages)
+    if model is None or not cands:
+        return []
+    x = features(question, cands, cosines_to(question, cands, embed), answer, reader)
+    probs = model.probabilities(x)
+    order = np.argsort(-probs, kind="stable")
+    return [(float(probs[j]), cands[j].text, cands[j].passage) for j in order]
+
+
+def with_best_sentence(question: str, passages: list[dict], answer: str, embed=None, reader=None) -> str:
+    """The long answer followed by the ranker's best sentence that it does not hold yet, when that sentence's
+    probability reaches the model's threshold; else the answer unchanged."""
+    model = load_model()
+    if model is None:
+        return answer
+    held = _flat(answer)
+    for prob, sent, p in rank(question, passages, answer, embed, reader, model):
+        if prob < model.threshold:
+            break
+        if " ".join(sent.split()) not in held:
+            return f"{answer} {sent} [{p['n']}]".strip()
+    return answer
