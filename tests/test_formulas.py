@@ -163,7 +163,7 @@ def test_the_calculator_cites_the_passage_that_states_its_formula():
 
 def test_a_formula_that_leaves_a_given_number_unused_does_not_answer():
     """A formula answers only a question whose every number it reads or states: Adam's 16 bytes per parameter is no
-    answer to "7B on 2 trillion tokens at 40% of 989 TFLOP/s", nor exp(H) to a per-word perplexity."""
+    answer to "7B on 2 trillion tokens at 40% of 989 TFLOP/s"."""
     from rag.agent.formulas import unused_numbers
 
     assert (
@@ -173,13 +173,11 @@ def test_a_formula_that_leaves_a_given_number_unused_does_not_answer():
         )
         is None
     )
-    assert (
-        calculate(
-            "If my tokenizer averages 1.3 tokens per word and the per-token loss is 2.0 nats, what is the "
-            "perplexity per word?"
-        )
-        is None
-    )
+    per_word = calculate(
+        "If my tokenizer averages 1.3 tokens per word and the per-token loss is 2.0 nats, what is the perplexity per "
+        "word?"
+    )  # the tokens per word are read: exp(2.0 · 1.3), not exp(2.0)
+    assert per_word is not None and per_word.values["perplexity"] == pytest.approx(math.exp(2.6), rel=1e-4)
     hnsw = calculate("How many bytes per vector does an HNSW index with M = 32 use for 384-dimensional vectors?")
     assert hnsw is not None and "1,792" in hnsw.text  # d is read, though the sentence does not repeat it
     # numbers inside names, ranks and exponents are not numbers the question gives
@@ -316,3 +314,50 @@ def test_number_words_read_as_digits_but_not_one_hot_or_which_one():
 def test_a_question_about_a_quality_gap_is_not_about_bytes():
     assert calculate("PCA versus truncation at 64 dims: how large is the nDCG@10 gap between them?") is None
     assert calculate("Cosine 0.9 between two vectors: their distance?") is None  # unit length not said: no identity
+
+
+@pytest.mark.parametrize(
+    "question, kind, key, value",
+    [
+        (
+            "RRF score (k = 60) of a document that comes 4th in both the BM25 and the dense ranking?",
+            "rrf",
+            "rrf",
+            2 / 64,
+        ),
+        ("RRF for a passage ranked first in all three lists?", "rrf", "rrf", round(3 / 61, 6)),
+        (
+            "Four queries: first relevant hit at rank 1, rank 2, rank 4, and one query with nothing relevant in the "
+            "top 10. What is MRR@10?",
+            "reciprocal_rank",
+            "mrr",
+            (1 + 0.5 + 0.25 + 0) / 4,
+        ),
+        (
+            "A tokenizer gives 1.5 tokens per word and the per-token loss is 2.0 nats: what is the per-word "
+            "perplexity?",
+            "perplexity",
+            "perplexity",
+            round(math.exp(3.0), 4),
+        ),
+    ],
+)
+def test_the_same_rank_in_every_list_a_query_with_nothing_and_tokens_per_word(question, kind, key, value):
+    check(question, kind, key, value)
+
+
+def test_sizes_keep_three_significant_figures_or_four_when_exact():
+    from rag.agent.formulas import fmt_bytes
+
+    sizes = (40_960_000, 76_800_000, 56_623_104, 1_048_576_000, 8_388_608_000, 999_999, 1536, 999)
+    assert [fmt_bytes(n) for n in sizes] == [
+        "40.96 MB",
+        "76.8 MB",
+        "56.6 MB",
+        "1.05 GB",
+        "8.39 GB",
+        "1 MB",
+        "1.536 kB",
+        "999 bytes",
+    ]
+    assert "40.96 MB" in calculate("Vocab 20,000, dim 512: how many MB does the table take in fp32?").text

@@ -32,13 +32,6 @@ def passages(*texts):
 
 
 @pytest.fixture(scope="module")
-def embed():
-    from rag.encoders import get_encoder
-
-    return get_encoder("minilm").encode
-
-
-@pytest.fixture(scope="module")
 def reader():
     from rag.agent.reader import default_reader
 
@@ -62,6 +55,17 @@ def test_weights_of_another_feature_set_are_refused(tmp_path):
     assert sr.load_model.__wrapped__(tmp_path / "absent.npz") is None
 
 
+def test_the_vector_cache_is_bounded_and_returns_what_the_encoder_gives():
+    from rag.agent.multihop import query_encoder
+
+    cache = sr.VectorCache(size=3)
+    texts = ["alpha beta", "gamma delta", "alpha beta", "epsilon", "zeta eta", "theta"]
+    got = cache(texts)
+    assert got.shape == (6, 384) and len(cache.vectors) == 3
+    assert np.allclose(got, np.asarray(query_encoder().encode(texts), dtype=np.float32), atol=1e-5)
+    assert np.allclose(cache(["theta"])[0], got[5])
+
+
 def test_features_read_what_they_name():
     names = list(sr.FEATURES)
     cands = sr.candidates(passages(TIED))
@@ -81,28 +85,28 @@ def test_a_planted_instruction_is_never_a_candidate():
     assert texts and not any("banana" in t for t in texts)
 
 
-def test_bad_inputs_leave_the_answer_as_it_was(embed):
+def test_bad_inputs_leave_the_answer_as_it_was():
     answer = "Rotary embeddings rotate queries and keys. [1]"
-    assert sr.with_best_sentence("Does RoPE add parameters?", [], answer, embed) == answer
+    assert sr.with_best_sentence("Does RoPE add parameters?", [], answer) == answer
     blank = passages("   ", "")
-    assert sr.with_best_sentence("Does RoPE add parameters?", blank, answer, embed) == answer
-    assert sr.rank("Does RoPE add parameters?", blank, answer, embed) == []
+    assert sr.with_best_sentence("Does RoPE add parameters?", blank, answer) == answer
+    assert sr.rank("Does RoPE add parameters?", blank, answer) == []
 
 
 @needs_reader
-def test_the_answer_gains_the_sentence_that_states_it_once(embed, reader):
+def test_the_answer_gains_the_sentence_that_states_it_once(reader):
     question = "Does rotary position embedding add trainable parameters?"
     ps = passages(ROPE, TIED)
     rules = f"{sr.candidates(ps)[0].text} [1]"
-    ranked = sr.rank(question, ps, rules, embed, reader)
+    ranked = sr.rank(question, ps, rules, reader)
     assert ranked[0][1].startswith("It adds no trainable parameters")
-    answer = sr.with_best_sentence(question, ps, rules, embed, reader)
+    answer = sr.with_best_sentence(question, ps, rules, reader)
     assert answer.startswith(rules) and "no trainable parameters" in answer and answer.endswith("[1]")
-    assert sr.with_best_sentence(question, ps, answer, embed, reader) == answer  # held already: not added again
+    assert sr.with_best_sentence(question, ps, answer, reader) == answer  # held already: not added again
 
 
 @needs_reader
-def test_cross_validation_scores_each_set_by_a_model_fitted_on_the_others(embed, reader):
+def test_cross_validation_scores_each_set_by_a_model_fitted_on_the_others(reader):
     from rag.agent.sentence_rank_fit import AnswerStep, cross_validate, design
 
     steps = []
@@ -111,7 +115,7 @@ def test_cross_validation_scores_each_set_by_a_model_fitted_on_the_others(embed,
             AnswerStep(name, "Does RoPE add trainable parameters?", "no trainable parameters", passages(ROPE), "")
         )
         steps.append(AnswerStep(name, "How many parameters does tying save?", "38,400,000", passages(TIED), ""))
-    rows = design(steps, embed, reader)
+    rows = design(steps, reader)
     figures = cross_validate(rows)
     assert set(figures) == {"a", "b", "total"} and figures["total"]["questions"] == 4
     assert figures["total"]["rules"] == 0  # the empty rules' answers hold nothing

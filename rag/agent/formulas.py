@@ -131,6 +131,7 @@ _QUANTITIES = {  # name: patterns, the first match wins
         re.compile(_NUM + r"\s*nats\b", _I),
     ],
     "PPL": [re.compile(r"\b(?:perplexity|PPL)" + _SEP + _NUM, _I)],
+    "tokens_per_word": [re.compile(_NUM + r"\s*tokens?\s+(?:per|a|an|for\s+(?:each|every))\s+word\b", _I)],
 }
 
 
@@ -206,10 +207,14 @@ def fmt_int(n: float) -> str:
 
 
 def fmt_bytes(n: float) -> str:
-    """Decimal units, as in the corpus: 76,800,000 bytes -> '76.8 MB'."""
+    """Decimal units, as in the corpus, to three significant figures (1,048,576,000 bytes -> '1.05 GB'), or four when
+    those are exact (40,960,000 -> '40.96 MB', not '41 MB': rounding an exact size hides the figure asked for)."""
     for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:,.{2 if n / size < 10 else 1}f}".rstrip("0").rstrip(".") + f" {unit}"
+        if n >= size * 0.9995:  # 999,999 bytes is "1 MB", not "1,000 kB"
+            x = n / size
+            whole = int(math.floor(math.log10(x))) if x >= 1 else 0
+            places = max(0, 3 - whole) if abs(round(x, max(0, 3 - whole)) - x) < 1e-9 else max(0, 2 - whole)
+            return f"{x:,.{places}f}".rstrip("0").rstrip(".") + f" {unit}"
     return f"{fmt_int(n)} bytes"
 
 
@@ -269,6 +274,20 @@ def _uniform(q: dict, low: str):
 def _perplexity(q: dict, low: str):
     if "H" in q and q["H"] <= 50 and ("perplexity" in low or "ppl" in low or "bits" in low):
         h = q["H"]
+        per_word = q.get("tokens_per_word")
+        if per_word and re.search(r"\b(?:per|each|every|a)[- ]word\b|\bword[- ]level\b", low):
+            hw, ppl = h * per_word, math.exp(h * per_word)
+            text = (
+                f"At {per_word:g} tokens per word, a per-token loss of H = {h:g} nats is {h:g} · {per_word:g} = "
+                f"{hw:g} nats per word, so the per-word perplexity is e^{hw:g} ≈ {ppl:.2f} (per token: e^{h:g} ≈ "
+                f"{math.exp(h):.2f})."
+            )
+            return {
+                "H": h,
+                "tokens_per_word": per_word,
+                "loss_per_word": round(hw, 4),
+                "perplexity": round(ppl, 4),
+            }, text
         ppl, bits = math.exp(h), h / math.log(2)
         text = f"For a loss of H = {h:g} nats, perplexity PPL = exp(H) = e^{h:g} ≈ {ppl:.2f}; in bits H / ln 2 ≈ {bits:.3f}."
         return {"H": h, "perplexity": round(ppl, 4), "bits": round(bits, 4)}, text

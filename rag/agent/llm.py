@@ -116,7 +116,7 @@ class ExtractiveBackend:
         if self.ranked_sentence and result.found and not short:
             from rag.agent.sentence_rank import with_best_sentence
 
-            text = with_best_sentence(question, passages, text, self.embed, reader)
+            text = with_best_sentence(question, passages, text, reader)
         return text, result.spans
 
     def ranked(

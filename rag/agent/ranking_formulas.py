@@ -246,7 +246,9 @@ def dcg(question: str, low: str):
 
 # ---- reciprocal rank and MRR ----
 
-_MISS = r"none|nowhere|not found|missing|absent|missed|no relevant(?: \w+)?"
+_MISS = (
+    r"none|nowhere|not found|missing|absent|missed|no relevant(?: \w+)?|nothing(?: relevant)?|zero relevant(?: \w+)?"
+)
 _RANK_WORD = re.compile(r"\b(?:ranks?|ranked|positions?|places?)\b", _I)
 _NOT_RANKS = re.compile(r"@\s*\d+|\btop[- ]\d+\b|\b\d+\s+(?:quer(?:y|ies)|searches|questions)\b|\bk\s*=\s*\d+", _I)
 
@@ -362,6 +364,11 @@ _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", 
 _ORDINAL = re.compile(r"\b(?:(\d+)(?:st|nd|rd|th)|(" + "|".join(_ORDINALS) + r"))\b", _I)
 
 
+_SAME_RANK_IN = re.compile(
+    r"\b(?:in|by|on|across|for)\s+(both|all\s+(?:three|3)|each\s+of\s+the\s+(?:two|three|2|3))\b", _I
+)
+
+
 def rrf(question: str, low: str):
     """The ranks a question gives a document ("ranked 1st by BM25 and 3rd by dense", "ranks it first", "rank 2")."""
     ranks = [
@@ -370,6 +377,12 @@ def rrf(question: str, low: str):
     ranks = ranks or [int(x) for x in re.findall(r"\brank(?:ed)?\s+(?:#\s*)?(\d+)\b", question, _I)]
     if not ranks:
         return None
+    same = ""
+    if len(ranks) == 1:  # "4th in both the BM25 and the dense ranking", "first in all three lists"
+        many = _SAME_RANK_IN.search(question)
+        if many:
+            ranks = ranks * (3 if re.search(r"three|3", many.group(1), _I) else 2)
+            same = f"rank {ranks[0]} in each of the {len(ranks)} rankings, "
     k = _first([r"\bk\s*=\s*" + _NUM], question)
     k_said = k is not None
     k = 60.0 if k is None else k
@@ -378,7 +391,7 @@ def rrf(question: str, low: str):
     setting = f"k = {_fmt(k)}" + ("" if k_said else " (the convention)")
     terms = " + ".join(f"1/({_fmt(k)} + {r})" for r in ranks)
     shown = " + ".join(f"{x:.6f}" for x in parts)
-    text = f"RRF(d) = Σ_r 1/(k + rank_r(d)) with {setting}: {terms} ≈ {shown}" + (
+    text = f"RRF(d) = Σ_r 1/(k + rank_r(d)) with {setting}: {same}{terms} ≈ {shown}" + (
         f" = {total:.6f}." if len(parts) > 1 else "."
     )
     return {"k": k, "ranks": ranks, "rrf": round(total, 6)}, text

@@ -5,7 +5,7 @@ question shape. On question sets written blind they put the key fact in the answ
 (45 of 80 in session 10), though the gold passage was among the first ten for 79 of the 80: each rule reads the
 phrasings it was written from. This model looks at every sentence of the passages the answer is written from and
 scores it with a logistic regression over features that name no phrasing:
-- how close it is to the question: the retriever's encoder cosine (and its gap to the best sentence), IDF-weighted
+- how close it is to the question: MiniLM's cosine (and its gap to the best sentence), IDF-weighted
   word overlap, the share of the question's words it holds, in it or only in its passage's title;
 - where it sits: its passage's rank, first sentence or not, its position and length;
 - what the learned reader found: whether its passage's best span lies in it, and that span's margin;
@@ -14,7 +14,7 @@ scores it with a logistic regression over features that name no phrasing:
   commands for how-to;
 - what the rules chose: whether the sentence is in the rules' answer, and first in it.
 
-`rank(question, passages, answer, embed, reader)` gives (probability, sentence, passage) best first. The answer step
+`rank(question, passages, answer, reader)` gives (probability, sentence, passage) best first. The answer step
 (rag.agent.llm.ExtractiveBackend) adds the best sentence that the rules' answer does not hold to a long answer,
 when its probability reaches the weights' threshold (with_best_sentence): the rules' sentence still leads, and the
 ranked one backs it up. Measured by cross-validation over the development sets (each set held out in turn, see
@@ -22,6 +22,9 @@ rag.agent.sentence_rank_fit), the ranker's first sentence alone holds the key fa
 answer, and adding it to the rules' answer holds it more often than either. The weights are a few dozen floats
 (sentence_rank_weights.npz; sha256, training figures and the command that re-trains them in the JSON beside it),
 fitted by `rag train sentences` (rag.agent.sentence_rank_fit) on the built-in question sets used for development.
+The cosine is always MiniLM's (its torch-free query backend, as rag.agent.multihop uses it), whatever encoder the
+retriever searches with: the weights were fitted on MiniLM's cosines. Sentence vectors are cached (CACHE_SENTENCES)
+since the same passages come back for many questions.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -44,6 +48,7 @@ from rag.agent.text import content_words, is_injection, sentences, strip_citatio
 WEIGHTS = Path(__file__).with_name("sentence_rank_weights.npz")
 WEIGHTS_INFO = Path(__file__).with_name("sentence_rank_weights.json")
 RETRAIN = "rag train sentences"
+CACHE_SENTENCES = 8192  # sentence vectors kept (384 floats each: about 12 MB)
 
 _QUANTITY = re.compile(
     r"\bhow\s+(?:many|much|big|large|small|long|fast|slow|far|often)\b|\bwhat\s+(?:is|was|are)\s+the\s+"
@@ -203,11 +208,43 @@ def features(question: str, cands: list[Candidate], cosines: np.ndarray, answer:
     return np.asarray(rows, dtype=np.float32).reshape(len(cands), len(FEATURES))
 
 
-def cosines_to(question: str, cands: list[Candidate], embed) -> np.ndarray:
-    """The encoder's cosine of each candidate to the question (0 without an encoder)."""
-    if embed is None or not cands:
-        return np.zeros(len(cands), dtype=np.float32)
-    vecs = np.asarray(embed([question] + [c.text for c in cands]), dtype=np.float32)
+class VectorCache:
+    """MiniLM vectors of the texts asked for, the last CACHE_SENTENCES of them kept; safe across threads."""
+
+    def __init__(self, size: int = CACHE_SENTENCES):
+        self.size = size
+        self.vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        from rag.agent.multihop import query_encoder
+
+        with self.lock:
+            need = [t for t in dict.fromkeys(texts) if t not in self.vectors]
+        found = dict(zip(need, np.asarray(query_encoder().encode(need), dtype=np.float32))) if need else {}
+        with self.lock:
+            for t, v in found.items():
+                self.vectors[t] = v
+            out = []
+            for t in texts:
+                v = found.get(t)
+                if v is None:
+                    v = self.vectors[t]
+                    self.vectors.move_to_end(t)
+                out.append(v)
+            while len(self.vectors) > self.size:
+                self.vectors.popitem(last=False)
+        return np.stack(out)
+
+
+sentence_vectors = VectorCache()
+
+
+def cosines_to(question: str, cands: list[Candidate]) -> np.ndarray:
+    """MiniLM's cosine of each candidate to the question."""
+    if not cands:
+        return np.zeros(0, dtype=np.float32)
+    vecs = sentence_vectors([question] + [c.text for c in cands])
     return vecs[1:] @ vecs[0]
 
 
@@ -234,26 +271,26 @@ def load_model(path: Path = WEIGHTS) -> Model | None:
     return Model(coef, bias, float(info.get("threshold", 0.5)))
 
 
-def rank(question: str, passages: list[dict], answer: str, embed=None, reader=None, model: Model | None = None):
+def rank(question: str, passages: list[dict], answer: str, reader=None, model: Model | None = None):
     """[(probability, sentence, passage)] best first, or [] without a model or sentences."""
     model = model or load_model()
     cands = candidates(passages)
     if model is None or not cands:
         return []
-    x = features(question, cands, cosines_to(question, cands, embed), answer, reader)
+    x = features(question, cands, cosines_to(question, cands), answer, reader)
     probs = model.probabilities(x)
     order = np.argsort(-probs, kind="stable")
     return [(float(probs[j]), cands[j].text, cands[j].passage) for j in order]
 
 
-def with_best_sentence(question: str, passages: list[dict], answer: str, embed=None, reader=None) -> str:
+def with_best_sentence(question: str, passages: list[dict], answer: str, reader=None) -> str:
     """The long answer followed by the ranker's best sentence that it does not hold yet, when that sentence's
     probability reaches the model's threshold; else the answer unchanged."""
     model = load_model()
     if model is None:
         return answer
     held = _flat(answer)
-    for prob, sent, p in rank(question, passages, answer, embed, reader, model):
+    for prob, sent, p in rank(question, passages, answer, reader, model):
         if prob < model.threshold:
             break
         if " ".join(sent.split()) not in held:

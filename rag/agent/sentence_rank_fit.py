@@ -82,7 +82,7 @@ def answer_steps(sets=DEV_SETS, progress=None) -> list[AnswerStep]:
     return steps
 
 
-def design(steps: list[AnswerStep], embed, reader):
+def design(steps: list[AnswerStep], reader):
     """[(step, candidates, features, labels)] for the steps with at least one candidate sentence."""
     from rag.agent.sentence_rank import candidates, cosines_to, features
     from rag.studies.answer_eval import contains_fact
@@ -91,7 +91,7 @@ def design(steps: list[AnswerStep], embed, reader):
     for step in steps:
         cands = candidates(step.passages)
         if cands:
-            x = features(step.question, cands, cosines_to(step.question, cands, embed), step.answer, reader)
+            x = features(step.question, cands, cosines_to(step.question, cands), step.answer, reader)
             y = np.array([contains_fact(c.text, step.key_phrase) for c in cands], dtype=int)
             out.append((step, cands, x, y))
     return out
@@ -141,15 +141,13 @@ def train(out: Path | None = None, sets=DEV_SETS, progress=None) -> dict:
     """Collect the answer steps, cross-validate, fit on all of them, write the weights (.npz) and their JSON."""
     from rag.agent.reader import default_reader
     from rag.agent.sentence_rank import FEATURES, RETRAIN, WEIGHTS, WEIGHTS_INFO
-    from rag.retrieve import RetrievalSettings, Retriever
 
     out = out or WEIGHTS
     t0 = time.time()
     steps = answer_steps(sets, progress)
     if progress:
         progress(f"{len(steps)} answer steps; scoring their sentences")
-    embed = Retriever.open(replace(RetrievalSettings(), corpus="builtin").validated()).encoder.encode
-    rows = design(steps, embed, default_reader())
+    rows = design(steps, default_reader())
     figures = cross_validate(rows)
     fit = _model().fit(np.concatenate([r[2] for r in rows]), np.concatenate([r[3] for r in rows]))
     with open(out, "wb") as f:  # np.savez adds .npz to a name without it; a file object keeps the name as given
