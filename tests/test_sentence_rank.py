@@ -120,3 +120,14 @@ def test_cross_validation_scores_each_set_by_a_model_fitted_on_the_others(reader
     assert set(figures) == {"a", "b", "total"} and figures["total"]["questions"] == 4
     assert figures["total"]["rules"] == 0  # the empty rules' answers hold nothing
     assert figures["total"]["with_ranked"] >= figures["total"]["ranker_first"] >= 2
+
+
+def test_training_refuses_a_missing_folder_or_set_before_any_work(cli, tmp_path):
+    from rag.agent.sentence_rank_fit import train
+    from rag.config import RagError
+
+    result = cli(["train", "sentences", "--out", tmp_path / "absent" / "w.npz"])
+    assert result.exit_code != 0 and "does not exist" in result.output
+    with pytest.raises(RagError, match="no question set"):
+        train(out=tmp_path / "w.npz", sets=("no_such_set.jsonl",))
+    assert not (tmp_path / "w.npz").exists()

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from rag.agent.llm import ExtractiveBackend
-from rag.config import REPO_DIR
+from rag.config import REPO_DIR, RagError
 
 QUESTIONS = REPO_DIR / "tests" / "data"
 DEV_SETS = (
@@ -142,7 +142,14 @@ def train(out: Path | None = None, sets=DEV_SETS, progress=None) -> dict:
     from rag.agent.reader import default_reader
     from rag.agent.sentence_rank import FEATURES, RETRAIN, WEIGHTS, WEIGHTS_INFO
 
-    out = out or WEIGHTS
+    out = Path(out or WEIGHTS)
+    if not out.parent.is_dir():  # say so before minutes of agent runs, not after
+        raise RagError(
+            f"cannot write the weights to {out}: folder {out.parent} does not exist; create it or pass --out"
+        )
+    unknown = [name for name in sets if not (QUESTIONS / name).is_file()]
+    if unknown:
+        raise RagError(f"no question set {', '.join(unknown)} in {QUESTIONS}")
     t0 = time.time()
     steps = answer_steps(sets, progress)
     if progress:
