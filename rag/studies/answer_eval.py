@@ -201,22 +201,38 @@ def contains_fact(answer: str, key: str) -> bool:
     return norm(key) in norm(answer)
 
 
+QUESTION_KEYS = ("_id", "question", "passage", "key_phrase")  # "type" is optional ("other")
+
+
 def seed_items(path: Path | None = None) -> list[dict]:
+    """The built-in question set at path (JSONL: _id, question, passage (an id or a list of ids), key_phrase, type),
+    as evaluation items; a RagError naming the line for a file that is missing, not JSON or lacks a key."""
     path = Path(path or SEED_FILE)
+    if not path.is_file():
+        raise RagError(f"no question file {path}; pass --seed with a JSONL file of {', '.join(QUESTION_KEYS)}")
     items = []
-    for line in path.read_text().splitlines():
-        if line.strip():
+    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
             q = json.loads(line)
-            gold = q["passage"] if isinstance(q["passage"], list) else [q["passage"]]
-            items.append(
-                {
-                    "id": q["_id"],
-                    "question": q["question"],
-                    "gold": gold,
-                    "key_phrase": q["key_phrase"],
-                    "type": q.get("type", "other"),
-                }
-            )
+        except json.JSONDecodeError as exc:
+            raise RagError(f"{path}:{n} is not JSON ({exc.msg})") from None
+        missing = [k for k in QUESTION_KEYS if not isinstance(q, dict) or not q.get(k)]
+        if missing:
+            raise RagError(f"{path}:{n} lacks {', '.join(missing)}; each line needs {', '.join(QUESTION_KEYS)}")
+        gold = q["passage"] if isinstance(q["passage"], list) else [q["passage"]]
+        items.append(
+            {
+                "id": str(q["_id"]),
+                "question": str(q["question"]),
+                "gold": [str(g) for g in gold],
+                "key_phrase": str(q["key_phrase"]),
+                "type": str(q.get("type") or "other"),
+            }
+        )
+    if not items:
+        raise RagError(f"{path} holds no questions")
     return items
 
 
@@ -243,6 +259,7 @@ def evaluate_answers(
             raise RagError(f"unknown part '{p}'; parts: {', '.join(PARTS)}")
     for name in llms:
         check_llm(name)
+    builtin_items = seed_items(seed_file) if "builtin" in parts else []  # a bad file stops here, before any model
     agent = agent.validated()
     base = settings or RetrievalSettings()
     reader = default_reader()
@@ -295,11 +312,10 @@ def evaluate_answers(
             record("hotpotqa", f"single-shot ({label})", single_shot_rows(r, backend, items, True, progress), keys)
             record("hotpotqa", f"agent ({label})", agent_rows(r, backend, items, short, progress), keys)
     if "builtin" in parts:
-        items = seed_items(seed_file)
         r = Retriever.open(replace(base, corpus="builtin").validated())
         keys = ("key_fact", "cited_right", "decomposed")
         for label, backend, ag in variants:
-            record("builtin", f"agent ({label})", agent_rows(r, backend, items, ag, progress), keys)
+            record("builtin", f"agent ({label})", agent_rows(r, backend, builtin_items, ag, progress), keys)
     result = {
         "settings": {
             **base.as_dict(),
