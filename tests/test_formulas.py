@@ -361,3 +361,15 @@ def test_sizes_keep_three_significant_figures_or_four_when_exact():
         "999 bytes",
     ]
     assert "40.96 MB" in calculate("Vocab 20,000, dim 512: how many MB does the table take in fp32?").text
+
+
+def test_alibi_penalty_and_softmax_factor_from_slope_and_distance():
+    check(
+        "In ALiBi, for a head with slope 1/2, what factor is applied to the softmax weight of a key 10 positions back?",
+        "alibi",
+        "factor",
+        math.exp(-5),
+    )
+    check("ALiBi with slope 0.25: how much is a key 8 tokens away down-weighted?", "alibi", "penalty", 2.0)
+    for question in ("What is ALiBi?", "ALiBi slope 1/0 for a key 3 tokens back?", "ALiBi vs RoPE for long inputs?"):
+        assert calculate(question) is None, question

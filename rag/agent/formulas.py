@@ -21,6 +21,7 @@ fire; "how much memory per vector does HNSW use" gives no d, so no figure is mad
                       10 (8-bit Adam), 8 (pure bf16)
   d heuristics        1.5·√V, V^(1/4)
   position table      T_max·d parameters
+  ALiBi               penalty s·k on a key k tokens back (slope s), softmax weight × e^(−s·k)
   IVF nlist           √n to 16·√n lists, ≥ 39 training vectors per centroid
   PQ                  m bytes per code, 4·d/m compression, codebooks 256·d·4 bytes
   index bytes/vector  flat 4·d, fp16 2·d, SQ8/int8 d, binary d/8, IVF-Flat 4·d + 8, IVF-PQ m + 8,
@@ -456,6 +457,37 @@ def _position_table(q: dict, low: str):
     return {"params": t * d, "bytes_fp32": 4 * t * d}, text
 
 
+_SLOPE = re.compile(r"\bslope\s*(?:of|=|is|:|s\s*=)?\s*(\d+\s*/\s*\d+|\d*\.\d+|\d+)", re.I)
+_BACK = re.compile(
+    r"\b(\d+)\s*(?:tokens?|positions?|places|steps)\s+(?:back|away|apart|earlier|before|behind)\b"
+    r"|\bdistance\s*(?:of|=|is|:)?\s*(\d+)\b",
+    re.I,
+)
+
+
+def _alibi(question: str, low: str):
+    """ALiBi's penalty −s·k on the logit of a key k tokens back, and the factor e^(−s·k) on its softmax weight."""
+    slope, back = _SLOPE.search(question), _BACK.search(question)
+    if not slope or not back:
+        return None
+    written = re.sub(r"\s+", "", slope.group(1))
+    num, _, den = written.partition("/")
+    if den and float(den) == 0:
+        return None
+    s = float(num) / float(den) if den else float(num)
+    k = int(back.group(1) or back.group(2))
+    if not 0 < s <= 16 or k > 10**6:
+        return None
+    penalty = s * k
+    factor = math.exp(-penalty)
+    text = (
+        f"ALiBi subtracts slope × distance from the attention logit: with slope s = {written} and a key {k} tokens "
+        f"back the penalty is {penalty:g}, which multiplies its softmax weight by e^(−{penalty:g}) ≈ {factor:.4g} "
+        "relative to an otherwise equal key at distance 0."
+    )
+    return {"slope": s, "distance": k, "penalty": penalty, "factor": round(factor, 8)}, text
+
+
 def _nlist(q: dict, low: str):
     n = q["n"]
     root = math.sqrt(n)
@@ -816,6 +848,15 @@ FORMULAS: list[Formula] = [
         _position_table,
         "learned absolute position table costs T_max·d parameters",
         r"T_max·d",
+    ),
+    Formula(
+        "alibi",
+        _r(r"\balibi\b|linear bias"),
+        (),
+        _alibi,
+        "ALiBi linear bias slope penalty distance softmax weight e^(−2) ≈ 0.135",
+        r"slope 1/2|e\^\(−",
+        raw=True,
     ),
     Formula(
         "nlist",
