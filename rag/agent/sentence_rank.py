@@ -219,22 +219,19 @@ class VectorCache:
     def __call__(self, texts: list[str]) -> np.ndarray:
         from rag.agent.multihop import query_encoder
 
-        with self.lock:
-            need = [t for t in dict.fromkeys(texts) if t not in self.vectors]
-        found = dict(zip(need, np.asarray(query_encoder().encode(need), dtype=np.float32))) if need else {}
-        with self.lock:
-            for t, v in found.items():
-                self.vectors[t] = v
-            out = []
-            for t in texts:
-                v = found.get(t)
-                if v is None:
-                    v = self.vectors[t]
-                    self.vectors.move_to_end(t)
-                out.append(v)
-            while len(self.vectors) > self.size:
-                self.vectors.popitem(last=False)
-        return np.stack(out)
+        with self.lock:  # what is cached now is kept for this call, whatever another thread evicts meanwhile
+            have = {t: self.vectors[t] for t in dict.fromkeys(texts) if t in self.vectors}
+            for t in have:
+                self.vectors.move_to_end(t)
+        need = [t for t in dict.fromkeys(texts) if t not in have]
+        if need:
+            have.update(zip(need, np.asarray(query_encoder().encode(need), dtype=np.float32)))
+            with self.lock:
+                for t in need:
+                    self.vectors[t] = have[t]
+                while len(self.vectors) > self.size:
+                    self.vectors.popitem(last=False)
+        return np.stack([have[t] for t in texts])
 
 
 sentence_vectors = VectorCache()
