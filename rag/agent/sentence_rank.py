@@ -286,9 +286,15 @@ def with_best_sentence(question: str, passages: list[dict], answer: str, reader=
     model = load_model()
     if model is None:
         return answer
+    return add_best_missing(answer, rank(question, passages, answer, reader, model), model.threshold)
+
+
+def add_best_missing(answer: str, ranked, threshold: float) -> str:
+    """answer + the first of ranked [(probability, sentence, passage)] that it does not hold, with its [n], when
+    that sentence's probability reaches threshold (ranked is best first)."""
     held = _flat(answer)
-    for prob, sent, p in rank(question, passages, answer, reader, model):
-        if prob < model.threshold:
+    for prob, sent, p in ranked:
+        if prob < threshold:
             break
         if " ".join(sent.split()) not in held:
             return f"{answer} {sent} [{p['n']}]".strip()

@@ -103,20 +103,10 @@ def _model():
     return LogisticRegression(C=C, class_weight="balanced", max_iter=5000)
 
 
-def _answered(step: AnswerStep, cands, probs: np.ndarray) -> str:
-    """The rules' answer with the best missing sentence at THRESHOLD, as rag.agent.sentence_rank does it."""
-    held = " ".join(step.answer.split())
-    for j in np.argsort(-probs, kind="stable"):
-        if probs[j] < THRESHOLD:
-            break
-        if " ".join(cands[j].text.split()) not in held:
-            return f"{step.answer} {cands[j].text} [{cands[j].passage['n']}]"
-    return step.answer
-
-
 def cross_validate(rows) -> dict:
     """{set: {questions, rules, ranker_first, with_ranked, extended}} with each set scored by a model fitted on
     the others, and their total."""
+    from rag.agent.sentence_rank import add_best_missing
     from rag.studies.answer_eval import contains_fact
 
     figures = {}
@@ -126,7 +116,10 @@ def cross_validate(rows) -> dict:
         f = {"questions": 0, "rules": 0, "ranker_first": 0, "with_ranked": 0, "extended": 0}
         for step, cands, x, y in (r for r in rows if r[0].set == held):
             probs = fit.predict_proba(x)[:, 1]
-            answer = _answered(step, cands, probs)
+            order = np.argsort(-probs, kind="stable")
+            answer = add_best_missing(
+                step.answer, [(probs[j], cands[j].text, cands[j].passage) for j in order], THRESHOLD
+            )
             f["questions"] += 1
             f["rules"] += int(contains_fact(step.answer, step.key_phrase))
             f["ranker_first"] += int(y[int(np.argmax(probs))])
