@@ -409,8 +409,8 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
         notes.append(calc["text"] + (f" [{source['n']}]" if source else ""))
     # the calculator already answers its part of a multi-part question
     subs = [q for q in state["sub_questions"] if not calc or q != calc.get("part")]
-    if state.get("hop_reason") in ("bridge", "chain", "long"):
-        subs = []  # one question asked in steps: answer it, not its pieces
+    if mode != "multi-part" and state.get("hop_reason") in ("bridge", "chain", "long"):
+        subs = []  # one question asked in steps: answer it, not its pieces (a multi-part question's parts stay)
     titles, texts = [p["title"] for p in passages], [p["text"] for p in passages]
     linked = subject_links(state["question"], titles, texts, fallback_first=False)[1]
     if (state["hop"] == 2 or linked) and ctx.reader is not None:  # two passages answer it: read them in pairs
