@@ -93,6 +93,17 @@ def test_bad_inputs_leave_the_answer_as_it_was():
     assert sr.rank("Does RoPE add parameters?", blank, answer) == []
 
 
+def test_at_most_two_sentences_are_added_each_above_the_threshold_and_never_twice():
+    p1, p2 = {"n": 1}, {"n": 2}
+    ranked = [(0.9, "Held already.", p1), (0.8, "First new.", p2), (0.7, "Second new.", p1), (0.6, "Third new.", p2)]
+    answer = "Held already. [1]"
+    assert sr.add_best_missing(answer, ranked, 0.5) == "Held already. [1] First new. [2] Second new. [1]"
+    assert sr.add_best_missing(answer, ranked, 0.75) == "Held already. [1] First new. [2]"
+    assert sr.add_best_missing(answer, ranked, 0.95) == answer
+    assert sr.add_best_missing(answer, ranked, 0.5, most=1) == "Held already. [1] First new. [2]"
+    assert sr.add_best_missing(answer, ranked + [(0.55, "First new.", p1)], 0.5, most=5).count("First new.") == 1
+
+
 @needs_reader
 def test_the_answer_gains_the_sentence_that_states_it_once(reader):
     question = "Does rotary position embedding add trainable parameters?"

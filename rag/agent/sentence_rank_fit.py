@@ -8,7 +8,7 @@ is positive when it holds the question's key fact (rag.studies.answer_eval.conta
 scikit-learn's LogisticRegression (balanced classes, C below) on rag.agent.sentence_rank.features. The figures are
 cross-validated by set: each development set is scored by a model fitted on the others, so a set's phrasings never
 teach the model that scores it. They are: the key fact in the rules' answer; in the ranker's first sentence alone;
-and in the rules' answer with the ranker's best missing sentence added at the threshold (what the agent answers).
+and in the rules' answer with the ranker's best missing sentences added at the threshold (what the agent answers).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from rag.agent.llm import ExtractiveBackend
+from rag.agent.sentence_rank import MOST_ADDED
 from rag.config import REPO_DIR, RagError
 
 QUESTIONS = REPO_DIR / "tests" / "data"
@@ -157,6 +158,7 @@ def train(out: Path | None = None, sets=DEV_SETS, progress=None) -> dict:
         "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
         "bytes": out.stat().st_size,
         "threshold": THRESHOLD,
+        "most_added": MOST_ADDED,
         "C": C,
         "sets": list(sets),
         "questions": len(rows),
