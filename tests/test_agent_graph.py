@@ -178,3 +178,24 @@ def test_a_multi_part_question_that_names_entities_answers_each_part(builtin_ret
     assert result["mode"] == "multi-part" and len(result["sub_questions"]) == 2
     assert "base usually 10,000" in result["answer"] and "500,000 in Llama 3" in result["answer"]
     check_citations(result, builtin_retriever.corpus)
+
+
+def test_a_long_answer_can_quote_a_passage_the_grader_dropped(builtin_retriever, monkeypatch):
+    """The grader drops agentic-rag-loop.md#1 by word overlap; the sentence ranker reads the dropped passages among
+    the first ten (the reserve), adds the sentence that answers, and the answer cites that passage."""
+    from rag.agent import nodes
+
+    question = "If my agent can't find enough evidence, should it just guess?"
+    result = run_agent(question, retriever=builtin_retriever)
+    assert "say so rather than guess" in result["answer"]
+    assert "agentic-rag-loop.md#1" in {c["id"] for c in result["citations"]}
+    check_citations(result, builtin_retriever.corpus)
+    monkeypatch.setattr(nodes, "RESERVE_FROM", 0)  # no reserve: the rules alone miss it
+    assert "say so rather than guess" not in run_agent(question, retriever=builtin_retriever)["answer"]
+
+
+def test_a_short_answer_reads_no_reserve(builtin_retriever):
+    from rag.agent.nodes import AgentContext, reserve_passages
+
+    state = {"lists": [{"tier": 0, "ids": ["bm25.md#0"]}], "found": {"bm25.md#0": {"kept": False}}}
+    assert reserve_passages(state, AgentContext(retriever=builtin_retriever, backend=None, short_answer=True), []) == []

@@ -110,7 +110,8 @@ def test_the_answer_gains_the_sentence_that_states_it_once(reader):
     ps = passages(ROPE, TIED)
     rules = f"{sr.candidates(ps)[0].text} [1]"
     ranked = sr.rank(question, ps, rules, reader)
-    assert ranked[0][1].startswith("It adds no trainable parameters")
+    missing = [sent for _, sent, _ in ranked if sent not in rules]  # the rules' own sentence may rank first
+    assert missing[0].startswith("It adds no trainable parameters")
     answer = sr.with_best_sentence(question, ps, rules, reader)
     assert answer.startswith(rules) and "no trainable parameters" in answer and answer.endswith("[1]")
     assert sr.with_best_sentence(question, ps, answer, reader) == answer  # held already: not added again
@@ -142,3 +143,14 @@ def test_training_refuses_a_missing_folder_or_set_before_any_work(cli, tmp_path)
     with pytest.raises(RagError, match="no question set"):
         train(out=tmp_path / "w.npz", sets=("no_such_set.jsonl",))
     assert not (tmp_path / "w.npz").exists()
+
+
+def test_reserve_passages_are_read_after_the_context_and_marked_as_dropped():
+    ps = passages(ROPE)
+    reserve = [{"n": 2, "id": "r0", "title": "t", "text": TIED, "score": 0.5, "reserve": True}]
+    cands = sr.candidates(ps, reserve=reserve)
+    assert [c.passage["id"] for c in cands] == ["p0"] * len(sr.candidates(ps)) + ["r0"] * len(sr.candidates(reserve))
+    assert min(c.rank for c in cands if c.passage["id"] == "r0") > max(c.rank for c in cands if c.passage["id"] == "p0")
+    x = sr.features("Does tying save parameters?", cands, np.zeros(len(cands)), "")
+    dropped = x[:, sr.FEATURES.index("dropped by the grader")]
+    assert list(dropped) == [float(c.passage["id"] == "r0") for c in cands]

@@ -93,10 +93,12 @@ class ExtractiveBackend:
         sub_questions: list[str] | None = None,
         short: bool = False,
         reader=None,
+        reserve: list[dict] | None = None,
     ) -> tuple[str, list[dict]]:
         """(answer, the spans it quotes: {n, id, text, start, end}) from the learned reader (`reader`, else the
         backend's own); without a reader, the sentence-ranking answer and no spans. A long answer that was found
-        adds the learned sentence ranker's best sentence that it lacks (rag.agent.sentence_rank)."""
+        adds the learned sentence ranker's best sentences that it lacks (rag.agent.sentence_rank), read from the
+        passages and the reserve (passages the grader dropped, which the rules do not read)."""
         reader = reader or self.reader
         if reader is None:
             return self.answer(question, passages, notes, sub_questions, short), []
@@ -116,7 +118,7 @@ class ExtractiveBackend:
         if self.ranked_sentence and result.found and not short:
             from rag.agent.sentence_rank import with_best_sentence
 
-            text = with_best_sentence(question, passages, text, reader)
+            text = with_best_sentence(question, passages, text, reader, reserve)
         return text, result.spans
 
     def ranked(

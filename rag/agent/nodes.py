@@ -43,6 +43,7 @@ KEEP_OVERLAP_TOP = 0.2  # a lower bar for the first TOP_HITS hits of a query
 TOP_HITS = 2  # the retriever's rank is evidence too: a paraphrase shares few exact words with its answer
 JUDGE_KEEPS = 0.6  # overlap at which a passage stays kept even when the LLM judge rejects it
 MAX_CONTEXT = 8  # passages handed to the answer step
+RESERVE_FROM = 10  # a long answer's sentence ranker also reads the passages among this many best that were dropped
 LINK_FROM = 3  # first-round passages whose named titles are looked up in the same round (planned hops only)
 LINK_EACH = 3  # the most titles looked up per passage
 
@@ -395,6 +396,7 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
         for j, pid in enumerate(context)
     ]
     passages, flag_warnings, flagged = screen_passages(passages)  # planted instructions never reach a backend
+    reserve, reserve_warnings, reserve_flagged = screen_passages(reserve_passages(state, ctx, context))
     mode = state["mode"]
     if state["plan_hop"] and state["hop"] == 1 and mode == "multi-hop":
         mode = "direct"  # the second hop was skipped: one round found the answer
@@ -417,7 +419,7 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
         from rag.agent.reading import PairReader
 
         ctx = replace(ctx, reader=PairReader(ctx.reader))
-    text, spans, used, warnings = _answer_with_fallback(ctx, state["question"], passages, notes, subs)
+    text, spans, used, warnings = _answer_with_fallback(ctx, state["question"], passages, notes, subs, reserve)
     text, scrubbed = scrub_answer(text)  # nor leave in an answer, whichever backend wrote it
     warnings = (
         flag_warnings
@@ -426,8 +428,11 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
     )
     if calc and notes and not _has_figures(text, calc):
         text = notes[0] + " " + text  # the exact figures must survive a model that dropped them
-    text, citations, cite_warn = attach_citations(text, passages)
-    warnings += cite_warn
+    cited_reserve = [p for p in reserve if f"[{p['n']}]" in text]  # a reserve passage is cited only when quoted
+    text, citations, cite_warn = attach_citations(text, passages + cited_reserve)
+    cited = {c["id"] for c in citations}
+    warnings += cite_warn + [w for w, pid in zip(reserve_warnings, reserve_flagged) if pid in cited]
+    flagged = flagged + [pid for pid in reserve_flagged if pid in cited]
     number = {c["id"]: c["n"] for c in citations}
     spans = [{**sp, "n": number[sp["id"]]} for sp in spans if sp["id"] in number]
     step = {"node": "answer", "backend": used.name + ("+reader" if spans else ""), "citations": list(number)}
@@ -436,6 +441,27 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
     if warnings:
         step["warnings"] = warnings
     return {"answer": text, "citations": citations, "spans": spans, "mode": mode, "steps": [step], "warnings": warnings}
+
+
+def reserve_passages(state: AgentState, ctx: AgentContext, context: list[str]) -> list[dict]:
+    """For a long answer: the passages among the RESERVE_FROM best retrieved that the grader dropped, numbered after
+    the context. Only the extractive backend's learned sentence ranker reads them (rag.agent.sentence_rank): word
+    overlap drops a passage that answers in other words ("Pick the smallest prefix ..." for "how should I decide
+    where to truncate?"). A short answer reads none."""
+    if ctx.short_answer:
+        return []
+    ids = [pid for pid in ranked_ids(state)[:RESERVE_FROM] if pid not in context and not state["found"][pid]["kept"]]
+    return [
+        {
+            "n": len(context) + j + 1,
+            "id": pid,
+            "title": state["found"][pid]["hit"].passage.title,
+            "text": state["found"][pid]["hit"].passage.text,
+            "score": float(state["found"][pid]["hit"].score),
+            "reserve": True,
+        }
+        for j, pid in enumerate(ids)
+    ]
 
 
 def _closest(state: AgentState) -> list[dict]:
@@ -485,14 +511,15 @@ def attach_citations(text: str, passages: list[dict]) -> tuple[str, list[dict], 
 
 
 def _answer_with_fallback(
-    ctx: AgentContext, question: str, passages: list[dict], notes: list[str], subs: list[str]
+    ctx: AgentContext, question: str, passages: list[dict], notes: list[str], subs: list[str], reserve=()
 ) -> tuple[str, Any, list[str]]:
-    """(answer text, the reader spans it quotes, the backend that wrote it, warnings)."""
+    """(answer text, the reader spans it quotes, the backend that wrote it, warnings). Only the extractive backend
+    reads the reserve passages (reserve_passages); a model backend answers from the context alone."""
     try:
         spans = []
         if hasattr(ctx.backend, "answer_spans"):
             text, spans = ctx.backend.answer_spans(
-                question, passages, notes, subs, short=ctx.short_answer, reader=ctx.reader
+                question, passages, notes, subs, short=ctx.short_answer, reader=ctx.reader, reserve=list(reserve)
             )
         else:
             text = ctx.backend.answer(question, passages, notes, subs, short=ctx.short_answer)
@@ -506,7 +533,9 @@ def _answer_with_fallback(
             "answered with extractive"
         )
         if ctx.reader is not None:
-            text, spans = used.answer_spans(question, passages, notes, subs, short=ctx.short_answer, reader=ctx.reader)
+            text, spans = used.answer_spans(
+                question, passages, notes, subs, short=ctx.short_answer, reader=ctx.reader, reserve=list(reserve)
+            )
             return text, spans, used, [warning]
         return used.answer(question, passages, notes, subs, short=ctx.short_answer), [], used, [warning]
 

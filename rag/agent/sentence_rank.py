@@ -104,6 +104,7 @@ FEATURES = (
     "holds the best reader span",
     "in the rules' answer",
     "first in the rules' answer",
+    "dropped by the grader",
 )
 
 
@@ -115,10 +116,11 @@ class Candidate:
     text: str
 
 
-def candidates(passages: list[dict], limit: int = READ_PASSAGES) -> list[Candidate]:
-    """Every sentence of the first `limit` readable passages, but planted instructions."""
+def candidates(passages: list[dict], limit: int = READ_PASSAGES, reserve: list[dict] | None = None) -> list[Candidate]:
+    """Every sentence of the first `limit` readable passages, then of the reserve (passages the grader dropped,
+    ranked after them), but planted instructions."""
     out = []
-    for rank, p in enumerate(readable(passages)[:limit]):
+    for rank, p in enumerate(readable(passages)[:limit] + readable(reserve or [])):
         for i, sent in enumerate(sentences(p["text"])):
             if not is_injection(sent):
                 out.append(Candidate(p, rank, i, sent))
@@ -204,6 +206,7 @@ def features(question: str, cands: list[Candidate], cosines: np.ndarray, answer:
                 float(j == best_span),
                 float(bool(flat) and flat in flat_answer),
                 float(bool(flat) and flat in first_answer),
+                float(bool(c.passage.get("reserve"))),
             ]
         )
     return np.asarray(rows, dtype=np.float32).reshape(len(cands), len(FEATURES))
@@ -269,10 +272,10 @@ def load_model(path: Path = WEIGHTS) -> Model | None:
     return Model(coef, bias, float(info.get("threshold", 0.5)))
 
 
-def rank(question: str, passages: list[dict], answer: str, reader=None, model: Model | None = None):
+def rank(question: str, passages: list[dict], answer: str, reader=None, model: Model | None = None, reserve=None):
     """[(probability, sentence, passage)] best first, or [] without a model or sentences."""
     model = model or load_model()
-    cands = candidates(passages)
+    cands = candidates(passages, reserve=reserve)
     if model is None or not cands:
         return []
     x = features(question, cands, cosines_to(question, cands), answer, reader)
@@ -281,13 +284,13 @@ def rank(question: str, passages: list[dict], answer: str, reader=None, model: M
     return [(float(probs[j]), cands[j].text, cands[j].passage) for j in order]
 
 
-def with_best_sentence(question: str, passages: list[dict], answer: str, reader=None) -> str:
+def with_best_sentence(question: str, passages: list[dict], answer: str, reader=None, reserve=None) -> str:
     """The long answer followed by the ranker's best sentences that it does not hold yet (add_best_missing);
     else the answer unchanged."""
     model = load_model()
     if model is None:
         return answer
-    return add_best_missing(answer, rank(question, passages, answer, reader, model), model.threshold)
+    return add_best_missing(answer, rank(question, passages, answer, reader, model, reserve), model.threshold)
 
 
 def add_best_missing(answer: str, ranked, threshold: float, most: int = MOST_ADDED) -> str:

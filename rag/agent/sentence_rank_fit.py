@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +45,7 @@ class AnswerStep:
     key_phrase: str
     passages: list[dict]
     answer: str
+    reserve: list[dict] = field(default_factory=list)  # the passages the grader dropped (nodes.reserve_passages)
 
 
 class _Recorder(ExtractiveBackend):
@@ -52,11 +53,11 @@ class _Recorder(ExtractiveBackend):
 
     def __init__(self, embed, reader):
         super().__init__(embed=embed, reader=reader, ranked_sentence=False)
-        self.last: tuple[str, list[dict], str] | None = None
+        self.last: tuple[str, list[dict], str, list[dict]] | None = None
 
-    def answer_spans(self, question, passages, notes=None, sub_questions=None, short=False, reader=None):
-        text, spans = super().answer_spans(question, passages, notes, sub_questions, short, reader)
-        self.last = (question, passages, text)
+    def answer_spans(self, question, passages, notes=None, sub_questions=None, short=False, reader=None, reserve=None):
+        text, spans = super().answer_spans(question, passages, notes, sub_questions, short, reader, reserve)
+        self.last = (question, passages, text, list(reserve or []))
         return text, spans
 
 
@@ -76,8 +77,8 @@ def answer_steps(sets=DEV_SETS, progress=None) -> list[AnswerStep]:
         backend.last = None
         run_agent(item["question"], retriever.settings, DEFAULT_AGENT, backend=backend, retriever=retriever)
         if backend.last is not None:
-            question, passages, text = backend.last
-            steps.append(AnswerStep(name, question, item["key_phrase"], passages, text))
+            question, passages, text, reserve = backend.last
+            steps.append(AnswerStep(name, question, item["key_phrase"], passages, text, reserve))
         if progress and (i + 1) % 20 == 0:
             progress(f"answered {i + 1} of {len(items)} questions")
     return steps
@@ -90,7 +91,7 @@ def design(steps: list[AnswerStep], reader):
 
     out = []
     for step in steps:
-        cands = candidates(step.passages)
+        cands = candidates(step.passages, reserve=step.reserve)
         if cands:
             x = features(step.question, cands, cosines_to(step.question, cands), step.answer, reader)
             y = np.array([contains_fact(c.text, step.key_phrase) for c in cands], dtype=int)
