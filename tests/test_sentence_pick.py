@@ -252,3 +252,16 @@ def test_a_conditional_yes_no_question_and_a_sentence_that_opens_with_a_pronoun_
     text = "Cap the rounds at three. Without them, a loop can rewrite the query forever."
     start = text.index("Without")
     assert with_antecedent(text, start, len(text)) == (0, len(text))
+
+
+def test_a_bullet_loses_its_mark_but_not_its_bold_text_or_a_leading_figure():
+    from rag.agent.text import sentences
+
+    text = (
+        "Alternatives:\n- **RoPE** rotates queries and keys.\n- **NoPE** adds nothing at all.\n\n2.5 nats is the loss."
+    )
+    assert sentences(text)[-3:] == [
+        "**RoPE** rotates queries and keys.",
+        "**NoPE** adds nothing at all.",
+        "2.5 nats is the loss.",
+    ]

@@ -96,7 +96,8 @@ def sentences(text: str) -> list[str]:
     )  # no table rows, no log lines
     text = re.sub(r"(?:\|[^|\n]*){3,}\|", "\n\n", text)  # nor tables flattened onto one line
     for block in re.split(r"\n\s*\n|\n(?=#)|\n[-*] ", text):
-        block = re.sub(r"^(?:#+|[-*+]|\d+\.)\s*", "", block.strip())  # no heading marks, no list bullets
+        block = re.sub(r"^(?:#+|[-*+]|\d+\.)\s+", "", block.strip())  # no heading marks, no list bullets (a
+        # bullet is followed by a space: "**RoPE** rotates" keeps its bold marks, "2.5 nats" its figure)
         block = re.sub(r"\s+", " ", block)
         out.extend(
             s.strip()
