@@ -32,8 +32,11 @@ def test_retraining_gives_the_committed_weights(tmp_path):
     info = train(out=out)
     committed = json.loads(WEIGHTS_INFO.read_text())
     assert info["threshold"] == committed["threshold"]
+    assert info["cross_validated_at_threshold"] == committed["cross_validated_at_threshold"]
+    # MiniLM's int8 ONNX kernels round differently by CPU (AVX2 or AVX-512 VNNI): the question vectors, and so the
+    # fitted weights, move in the third decimal (up to 0.004 of coefficients up to 2.4), the decisions not at all
     with np.load(out) as new, np.load(WEIGHTS) as old:
-        assert np.allclose(new["coef"], old["coef"], atol=1e-3) and abs(float(new["bias"]) - float(old["bias"])) < 1e-3
+        assert np.allclose(new["coef"], old["coef"], atol=1e-2) and abs(float(new["bias"]) - float(old["bias"])) < 1e-2
 
 
 def test_structural_features_follow_the_planner():
