@@ -3,6 +3,8 @@ PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 export RAG_DATA_DIR ?= $(abspath ../shared/data)
+# pytest-xdist workers for make test: one per core of the 2-core CI box (each loads its own models: about 2 GB)
+TEST_WORKERS ?= 2
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
@@ -46,7 +48,7 @@ lint: install
 # The tests also install the scale extra (Ray) so that the sharded-index tests run; the demo does not need it.
 test: install browser lint
 	$(BIN)/pip install -q -e '.[scale]'
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 clean-indexes:
 	rm -rf indexes/*/
