@@ -48,7 +48,7 @@ from rag.agent.text import content_words, is_injection, sentences, strip_citatio
 WEIGHTS = Path(__file__).with_name("sentence_rank_weights.npz")
 WEIGHTS_INFO = Path(__file__).with_name("sentence_rank_weights.json")
 RETRAIN = "rag train sentences"
-MOST_ADDED = 2  # ranked sentences a long answer may gain (cross-validated: 1 -> 407 of 468, 2 -> 414; +9 words)
+MOST_ADDED = 2  # ranked sentences a long answer may gain (before the reserve: 1 -> 407 of 468, 2 -> 414)
 CACHE_SENTENCES = 8192  # sentence vectors kept (384 floats each: about 12 MB)
 
 _QUANTITY = re.compile(
