@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 export RAG_DATA_DIR ?= $(abspath ../shared/data)
-# pytest-xdist workers for make test: one per core of the 2-core CI box (each loads its own models: about 2 GB)
+# pytest-xdist workers for make test: one per core of the 2-core CI box (each worker loads its own models)
 TEST_WORKERS ?= 2
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1

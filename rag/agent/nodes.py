@@ -396,7 +396,6 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
         for j, pid in enumerate(context)
     ]
     passages, flag_warnings, flagged = screen_passages(passages)  # planted instructions never reach a backend
-    reserve, reserve_warnings, reserve_flagged = screen_passages(reserve_passages(state, ctx, context))
     mode = state["mode"]
     if state["plan_hop"] and state["hop"] == 1 and mode == "multi-hop":
         mode = "direct"  # the second hop was skipped: one round found the answer
@@ -419,6 +418,9 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
         from rag.agent.reading import PairReader
 
         ctx = replace(ctx, reader=PairReader(ctx.reader))
+    reserve, reserve_warnings, reserve_flagged = [], [], []
+    if hasattr(ctx.backend, "answer_spans"):  # only the extractive backend reads the reserve: screen it for that one
+        reserve, reserve_warnings, reserve_flagged = screen_passages(reserve_passages(state, ctx, context))
     text, spans, used, warnings = _answer_with_fallback(ctx, state["question"], passages, notes, subs, reserve)
     text, scrubbed = scrub_answer(text)  # nor leave in an answer, whichever backend wrote it
     warnings = (
