@@ -17,7 +17,8 @@ scores it with a logistic regression over features that name no phrasing:
 `rank(question, passages, answer, reader)` gives (probability, sentence, passage) best first. The answer step
 (rag.agent.llm.ExtractiveBackend) adds to a long answer the best sentences that the rules' answer does not hold,
 at most MOST_ADDED of them, each when its probability reaches the weights' threshold (with_best_sentence): the
-rules' sentence still leads, and the ranked ones back it up. Measured by cross-validation over the development sets (each set held out in turn, see
+rules' sentence still leads, and the ranked ones back it up. Measured by cross-validation over the development
+sets (each set held out in turn, see
 rag.agent.sentence_rank_fit), the ranker's first sentence alone holds the key fact less often than the rules'
 answer, and adding it to the rules' answer holds it more often than either. The weights are a few dozen floats
 (sentence_rank_weights.npz; sha256, training figures and the command that re-trains them in the JSON beside it),
