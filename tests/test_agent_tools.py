@@ -147,3 +147,20 @@ def test_a_second_part_after_a_preposition_is_its_own_question():
         "on what sequence length was the ALiBi paper trained?",
     ]
     assert split_parts("Which index, and for which corpus size?") == ["Which index, and for which corpus size?"]
+
+
+def test_the_whole_question_reaches_the_calculator_before_its_parts():
+    from rag.agent.planner import plan_question
+
+    # the second sentence alone reads as the weights' size (4.4 GB); with the first it is Adam's training state
+    question = (
+        "I'm planning to train a 1.1B-parameter model with AdamW in plain fp32. How much memory do the weights, "
+        "gradients and optimizer states need, before activations?"
+    )
+    plan = plan_question(question)
+    assert plan["calc"]["kind"] == "training_memory" and "17.6 GB" in plan["calc"]["text"]
+    assert plan["calc"]["topic"] in plan["queries"]  # no single part gives the figure: its topic is searched
+    # a two-part question whose part the calculator answers keeps that part's searches and marks it answered
+    both = plan_question("How many parameters does a 50,000 × 768 embedding table have? Why are embeddings sparse?")
+    if both["mode"] == "multi-part":
+        assert both["calc"]["part"] in both["sub_questions"]

@@ -265,3 +265,60 @@ def test_a_bullet_loses_its_mark_but_not_its_bold_text_or_a_leading_figure():
         "**NoPE** adds nothing at all.",
         "2.5 nats is the loss.",
     ]
+
+
+def test_a_relation_answer_brings_the_sentence_a_back_reference_points_at():
+    p = {
+        "n": 1,
+        "id": "softmax.md#5",
+        "title": "Output Softmax — A search problem",
+        "text": "Picking the most likely next token is a maximum-inner-product search over the rows of W. Dense "
+        "retrieval does the same over passage vectors, which is why the same indexes apply to both.",
+    }
+    got = pick("Is there any connection between the output softmax and dense retrieval?", [p])
+    assert got["kind"] == "relation" and got["sentence"].startswith("Picking the most likely next token")
+
+
+def test_a_relation_is_the_sentence_that_states_the_lineage_not_one_that_names_both_sides():
+    props = {
+        "n": 1,
+        "id": "sin.md#2",
+        "title": "Sinusoidal Position Encodings — Properties",
+        "text": "For a fixed offset k, the pair is a rotation by the angle ωk. This observation leads directly to "
+        "rotary embeddings, which apply the rotation to queries and keys instead of adding it to the input.",
+    }
+    now = {
+        "n": 2,
+        "id": "sin.md#4",
+        "title": "Sinusoidal Position Encodings — Where it is used now",
+        "text": "Recent decoder models have moved to rotary embeddings (RoPE), but the sinusoidal formula remains "
+        "the reference point.",
+    }
+    got = pick("How are sinusoidal position encodings related to rotary embeddings?", [props, now])
+    assert "queries and keys" in got["sentence"]
+
+
+def test_a_sentence_reads_with_the_one_before_when_it_refers_back_or_follows_its_equation():
+    from rag.agent.sentence_pick import needs_sentence_before
+    from rag.agent.sentence_rank import add_best_missing
+
+    assert needs_sentence_before("This observation leads to RoPE.", "A shift is a rotation.")
+    assert needs_sentence_before("Squared distance is a linear function of cosine.", "‖a − b‖² = 2 − 2·cos(a, b).")
+    assert not needs_sentence_before("Squared distance is a linear function of cosine.", "Vectors have a length.")
+    assert not needs_sentence_before("This observation leads to RoPE.", "")
+    p = {
+        "n": 2,
+        "id": "unit.md#0",
+        "title": "Distance and Cosine for Unit Vectors",
+        "text": "If both have unit length,\n\n‖a − b‖² = 2 − 2·cos(a, b).\n\nSquared Euclidean distance is a "
+        "decreasing linear function of cosine similarity.",
+    }
+    ranked = [(0.9, "Squared Euclidean distance is a decreasing linear function of cosine similarity.", p)]
+    got = add_best_missing("Unit vectors lie on a sphere. [1]", ranked, 0.5)
+    assert got.endswith(
+        "‖a − b‖² = 2 − 2·cos(a, b). Squared Euclidean distance is a decreasing linear function of "
+        "cosine similarity. [2]"
+    )
+    # the equation is not repeated when the answer already holds it
+    held = "‖a − b‖² = 2 − 2·cos(a, b). [2]"
+    assert add_best_missing(held, ranked, 0.5).count("2 − 2·cos") == 1

@@ -50,19 +50,27 @@ def split_parts(question: str) -> list[str]:
 
 
 def _calc_dict(question: str, parts: list[str]) -> dict | None:
-    for part in parts + [question]:
-        result = calculate(part)
-        if result:
-            return {
-                "text": result.text,
-                "topic": result.topic,
-                "cite": result.cite,
-                "kind": result.kind,
-                "values": result.values,
-                "inputs": result.inputs,
-                "part": part,
-            }
-    return None
+    """The calculator's result for the whole question, else for its first part that it answers; "part" is the part
+    it answers (the whole question when no single part gives the same result). The whole question comes first: a
+    part can lose the context that says which quantity is meant ("I'm planning to train a 1.1B model with AdamW in
+    fp32. How much memory do the weights, gradients and optimizer states need?" is Adam's 16 bytes per parameter,
+    while its second sentence alone reads as the weights' size)."""
+    result, part = calculate(question), question
+    if result:
+        part = next((p for p in parts if (r := calculate(p)) and r.text == result.text), question)
+    else:
+        result, part = next(((r, p) for p in parts if (r := calculate(p))), (None, question))
+    if result is None:
+        return None
+    return {
+        "text": result.text,
+        "topic": result.topic,
+        "cite": result.cite,
+        "kind": result.kind,
+        "values": result.values,
+        "inputs": result.inputs,
+        "part": part,
+    }
 
 
 def plan_question(question: str) -> dict:
@@ -82,6 +90,8 @@ def plan_question(question: str) -> dict:
     }
     if len(parts) > 1:
         queries = [calc["topic"] + " " + p if calc and p == calc["part"] else p for p in parts]
+        if calc and calc["part"] not in parts:  # the whole question's figure: its topic is searched on its own
+            queries.append(calc["topic"])
         # independent parts; a second hop only when the question names entities to follow
         return {
             **plan,

@@ -9,8 +9,9 @@ refers to the reason. These helpers rank whole sentences instead, by the questio
   is undefined") answers "No — ..."; otherwise the sentence alone (never a bare "Yes": sharing the question's
   words does not make a sentence say that its subject has the property).
 - why: causal cues (because, so, therefore, which is why, ...).
-- relation: relational cues (both, the two, same, unlike, equals, "=", ...), with the equation just before the
-  sentence when the sentence itself states none; a set-up sentence ("Let E be ...") counts less, a conclusion
+- relation: relational cues (both, the two, same, unlike, equals, "=", leads to, builds on, ...), with the equation
+  just before the sentence when the sentence itself states none, and the sentence before one that refers back
+  ("Dense retrieval does the same ..."); a set-up sentence ("Let E be ...") counts less, a conclusion
   ("so ...", "exactly", "give the same") more.
 - heading_lead: the first sentence of a passage whose section heading the question names ("How do I choose nlist"
   and "Choosing nlist and nprobe").
@@ -65,7 +66,7 @@ _CAUSAL = re.compile(
 _RELATIONAL = re.compile(
     r"\b(?:both|the two|same|similar|closer|equivalent|equals?|identity|function of|unlike|whereas|opposite|"
     r"shares?|implicitly|converts?|proportional|inverse|in contrast|special case|generali[sz]\w*|correspond\w*|"
-    r"derived|in common)\b|=",
+    r"derived|in common|leads? (?:directly )?to|led (?:directly )?to|inspired|builds? on|built on|basis (?:of|for))\b|=",
     re.I,
 )
 _REFERS_BACK = re.compile(
@@ -73,6 +74,16 @@ _REFERS_BACK = re.compile(
     r"|^(?:without|with|for|from|by|unlike|like|besides|despite|beyond|after|before)\s+"
     r"(?:them|it|this|that|these|those|such \w+)\b"
     r"|\bthe (?:opposite|same|former|latter|reverse)\b"
+    r"|\b(?:this|that|these|those) (?:value|number|figure|result|amount|loss|rate|size|cost|formula)s?\b",
+    re.I,
+)
+# A sentence that cannot be read without the one before: a pronoun subject, "does the same", "this value". Narrower
+# than _REFERS_BACK, since a relation states itself with "the same" ("a gather and the product give the same rows").
+_POINTS_BACK = re.compile(
+    r"^(?:this|that|these|those|it|they|its|their|such|the former|the latter)\b"
+    r"|^(?:without|with|for|from|by|unlike|like|besides|despite|beyond|after|before)\s+"
+    r"(?:them|it|this|that|these|those|such \w+)\b"
+    r"|\b(?:do|does|did|doing) the (?:same|opposite|reverse)\b"
     r"|\b(?:this|that|these|those) (?:value|number|figure|result|amount|loss|rate|size|cost|formula)s?\b",
     re.I,
 )
@@ -262,9 +273,21 @@ def pick(question: str, passages: list[dict], limit: int = 5) -> dict | None:
         before = [s for s in sentences(p["text"])[:i] if _EQUATION.search(s) and len(words(s)) <= 20]
         if before:
             sent = f"{before[-1]} {sent}"
-    if k == "why" and _REFERS_BACK.search(sent) and i > 0:
-        sent = f"{sentences(p['text'])[i - 1]} {sent}"
+    back = _REFERS_BACK if k == "why" else _POINTS_BACK
+    if k in ("why", "relation") and back.search(best[3]) and i > 0 and sentences(p["text"])[i - 1] not in sent:
+        sent = f"{sentences(p['text'])[i - 1]} {sent}"  # "Dense retrieval does the same ...": what it refers to
     return {"kind": k, "sentence": sent, "passage": p, "prefix": prefix}
+
+
+def needs_sentence_before(sentence: str, before: str) -> bool:
+    """Whether a sentence reads only with the one before it in its passage: it refers back ("This ...", "does the
+    same"), or it states no equation and follows a short one ("‖a − b‖² = 2 − 2·cos(a, b)." then "Squared Euclidean
+    distance is a decreasing linear function of cosine similarity.")."""
+    if not before.strip():
+        return False
+    if _POINTS_BACK.search(sentence):
+        return True
+    return not _EQUATION.search(sentence) and bool(_EQUATION.search(before)) and len(words(before)) <= 20
 
 
 def heading_lead(question: str, passages: list[dict], limit: int = 5) -> tuple[str, dict] | None:

@@ -16,8 +16,9 @@ scores it with a logistic regression over features that name no phrasing:
 
 `rank(question, passages, answer, reader)` gives (probability, sentence, passage) best first. The answer step
 (rag.agent.llm.ExtractiveBackend) adds to a long answer the best sentences that the rules' answer does not hold,
-at most MOST_ADDED of them, each when its probability reaches the weights' threshold (with_best_sentence): the
-rules' sentence still leads, and the ranked ones back it up. Measured by cross-validation over the development
+at most MOST_ADDED of them, each when its probability reaches the weights' threshold (with_best_sentence), after
+the sentence before it when it reads only with that one (in_context): the rules' sentence still leads, and the
+ranked ones back it up. Measured by cross-validation over the development
 sets (each set held out in turn, see
 rag.agent.sentence_rank_fit), the ranker's first sentence alone holds the key fact less often than the rules'
 answer, and adding it to the rules' answer holds it more often than either. The weights are a few dozen floats
@@ -43,7 +44,7 @@ import numpy as np
 
 from rag.agent.comparison import sides
 from rag.agent.reading import READ_PASSAGES, definition_target, is_how_to, readable
-from rag.agent.sentence_pick import kind, stem
+from rag.agent.sentence_pick import kind, needs_sentence_before, stem
 from rag.agent.text import content_words, is_injection, sentences, strip_citations, words
 
 WEIGHTS = Path(__file__).with_name("sentence_rank_weights.npz")
@@ -303,6 +304,16 @@ def add_best_missing(answer: str, ranked, threshold: float, most: int = MOST_ADD
         if prob < threshold or added >= most:
             break
         if " ".join(sent.split()) not in _flat(answer):
-            answer = f"{answer} {sent} [{p['n']}]".strip()
+            answer = f"{answer} {in_context(sent, p, answer)} [{p['n']}]".strip()
             added += 1
     return answer
+
+
+def in_context(sent: str, passage: dict, answer: str) -> str:
+    """The sentence, after the one before it in its passage when it reads only with that one
+    (rag.agent.sentence_pick.needs_sentence_before) and the answer does not hold it yet."""
+    sents = sentences(passage["text"])
+    i = sents.index(sent) if sent in sents else 0
+    if i > 0 and needs_sentence_before(sent, sents[i - 1]) and " ".join(sents[i - 1].split()) not in _flat(answer):
+        return f"{sents[i - 1]} {sent}"
+    return sent
