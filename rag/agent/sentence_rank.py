@@ -312,7 +312,7 @@ def add_best_missing(answer: str, ranked, threshold: float, most: int = MOST_ADD
 def in_context(sent: str, passage: dict, answer: str) -> str:
     """The sentence, after the one before it in its passage when it reads only with that one
     (rag.agent.sentence_pick.needs_sentence_before) and the answer does not hold it yet."""
-    sents = sentences(passage["text"])
+    sents = sentences(str(passage.get("text", "")))
     i = sents.index(sent) if sent in sents else 0
     if i > 0 and needs_sentence_before(sent, sents[i - 1]) and " ".join(sents[i - 1].split()) not in _flat(answer):
         return f"{sents[i - 1]} {sent}"
