@@ -69,22 +69,22 @@ _RELATIONAL = re.compile(
     r"derived|in common|leads? (?:directly )?to|led (?:directly )?to|inspired|builds? on|built on|basis (?:of|for))\b|=",
     re.I,
 )
+# What points at the sentence before: a pronoun object after a preposition ("Without them, ..."), "this value".
+_BACK_OBJECT = (
+    r"^(?:without|with|for|from|by|unlike|like|besides|despite|beyond|after|before)\s+"
+    r"(?:them|it|this|that|these|those|such \w+)\b"
+    r"|\b(?:this|that|these|those) (?:value|number|figure|result|amount|loss|rate|size|cost|formula)s?\b"
+)
 _REFERS_BACK = re.compile(
     r"^(?:this|that|these|those|it|they|its|their|such|both|the two|the former|the latter)\b"
-    r"|^(?:without|with|for|from|by|unlike|like|besides|despite|beyond|after|before)\s+"
-    r"(?:them|it|this|that|these|those|such \w+)\b"
-    r"|\bthe (?:opposite|same|former|latter|reverse)\b"
-    r"|\b(?:this|that|these|those) (?:value|number|figure|result|amount|loss|rate|size|cost|formula)s?\b",
+    r"|\bthe (?:opposite|same|former|latter|reverse)\b|" + _BACK_OBJECT,
     re.I,
 )
 # A sentence that cannot be read without the one before: a pronoun subject, "does the same", "this value". Narrower
 # than _REFERS_BACK, since a relation states itself with "the same" ("a gather and the product give the same rows").
 _POINTS_BACK = re.compile(
     r"^(?:this|that|these|those|it|they|its|their|such|the former|the latter)\b"
-    r"|^(?:without|with|for|from|by|unlike|like|besides|despite|beyond|after|before)\s+"
-    r"(?:them|it|this|that|these|those|such \w+)\b"
-    r"|\b(?:do|does|did|doing) the (?:same|opposite|reverse)\b"
-    r"|\b(?:this|that|these|those) (?:value|number|figure|result|amount|loss|rate|size|cost|formula)s?\b",
+    r"|\b(?:do|does|did|doing) the (?:same|opposite|reverse)\b|" + _BACK_OBJECT,
     re.I,
 )
 _EQUATION = re.compile(r"\S\s*=\s*\S")
@@ -274,8 +274,9 @@ def pick(question: str, passages: list[dict], limit: int = 5) -> dict | None:
         if before:
             sent = f"{before[-1]} {sent}"
     back = _REFERS_BACK if k == "why" else _POINTS_BACK
-    if k in ("why", "relation") and back.search(best[3]) and i > 0 and sentences(p["text"])[i - 1] not in sent:
-        sent = f"{sentences(p['text'])[i - 1]} {sent}"  # "Dense retrieval does the same ...": what it refers to
+    before_it = sentences(p["text"])[i - 1] if i > 0 else ""
+    if k in ("why", "relation") and back.search(best[3]) and before_it and before_it not in sent:
+        sent = f"{before_it} {sent}"  # "Dense retrieval does the same ...": what it refers to
     return {"kind": k, "sentence": sent, "passage": p, "prefix": prefix}
 
 
