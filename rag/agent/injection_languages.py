@@ -205,7 +205,7 @@ ADDRESS_ML = (
 RULES_IN_OTHER_LANGUAGES = [
     (
         "override-fr",
-        r"\b(ignore[zrs]?|oublie[zrs]?|ne (?:tenez|tiens) pas compte)\b[^.!?\n]{0,50}\b(instructions?|consignes?|règles|ce qui précède|précédent)",
+        r"\b(ignore[zrs]?|oublie[zrs]?|ne (?:tenez|tiens) pas compte)\b[^.!?\n]{0,50}\b(instructions?|consignes?|règles|ce qui précède)",
     ),
     (
         "role-fr",

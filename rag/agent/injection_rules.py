@@ -327,6 +327,7 @@ SECRET_FILES = (
     r"\.netrc\b|\.pgpass\b"
 )
 DESTINATION = r"(?<=[\w.+-])@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}\b|(?:https?|ftp)://"  # an e-mail address or a URL
+COMMIT_SUBJECT = r"[a-z]+\([\w./-]{1,30}\)!?:"  # a Conventional Commits subject: type(scope): description
 COVERT = r"(?:quietly|silently|secretly|covertly|discreetly|subtly)"
 
 # --- other languages (their words: rag.agent.injection_languages)
@@ -358,8 +359,8 @@ _RULES += [
     (name, re.compile(pattern, re.IGNORECASE))
     for name, pattern in [
         (
-            "agent-addressed",
-            r"^\W{0,3}[^:.!?\n—–]{0,60}?\b" + AI_SYSTEM + r"\b[^:.!?\n—–]{0,40}?(?::|\s[—–])\s*" + THEN_ORDER,
+            "agent-addressed",  # (not a commit subject: in "fix(bot): stop ..." the scope names a component)
+            r"^(?!" + COMMIT_SUBJECT + r")\W{0,3}[^:.!?\n—–]{0,60}?\b" + AI_SYSTEM + r"\b[^:.!?\n—–]{0,40}?(?::|\s[—–])\s*" + THEN_ORDER,
         ),
         (
             "agent-addressed",
