@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import time
 from pathlib import Path
 
@@ -215,6 +216,28 @@ def builtin_lines(quarter: int = 0) -> list[str]:
     return [s for p in picked for s in sentences(p.text) if len(s) >= 20]
 
 
+def screened_units(items: list[str]) -> list[str]:
+    """What the screen scores in each benign item of more than one sentence, read as it reads a passage: each
+    sentence (rag.agent.injection.pieces) and each window of two or three neighbours, joined as the screen joins
+    them. A whole item is a negative already, but the screen never scores a document whole: before classifier 11
+    the sentences of the multi-sentence look-alikes were never seen alone, and most of the look-alikes it flagged
+    were one such sentence ("Contact your administrator.", p 0.996). A sentence that opens with a quotation mark
+    is left out: read alone, the attack a security text quotes is an attack."""
+    from rag.agent.injection import pieces
+
+    out: list[str] = []
+    for item in items:
+        sents = pieces(item.replace("\\n", "\n"))
+        if len(sents) < 2:
+            continue
+        out += [s for s in sents if not QUOTED_START.match(s)]
+        out += [" ".join(sents[i : i + n]) for n in (2, 3) if n < len(sents) for i in range(len(sents) - n + 1)]
+    return list(dict.fromkeys(out))
+
+
+QUOTED_START = re.compile(r"^\W*[\"“”«»„'‘「『]")
+
+
 def training_texts(seed: int = 0) -> tuple[list[str], list[int]]:
     """(texts, labels) for training, shuffled: see the module doc."""
     from rag.agent.injection import EXEMPLARS
@@ -227,6 +250,7 @@ def training_texts(seed: int = 0) -> tuple[list[str], list[int]]:
     positives = gen_pos + EXEMPLARS + TRAIN_POSITIVE + attacks
     benign_sets = [line for name in TRAIN_BENIGN_SETS for line in read_lines(name, True)]
     negatives = gen_neg + corpus_sentences(0, per_corpus=1500) + builtin_lines(0) + BENIGN_IMPERATIVE + benign_sets
+    negatives += screened_units(benign_sets)
     pairs = [(t, 1) for t in positives] + [(t, 0) for t in negatives]
     random.Random(seed).shuffle(pairs)
     return [t for t, _ in pairs], [y for _, y in pairs]
