@@ -156,6 +156,7 @@ ATTACK_SETS = (
     "fresh30.txt",
     "fresh31.txt",
     "fresh32.txt",
+    "fresh33.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -190,6 +191,7 @@ BENIGN_SETS = (
     "benign30.txt",
     "benign31.txt",
     "benign32.txt",
+    "benign33.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -207,10 +209,10 @@ SPLIT = {  # what each set was used for (see the module doc)
     "benign10.txt": "trained",
     **{f"fresh{n}.txt": "trained" for n in range(11, 25)},
     **{f"benign{n}.txt": "trained" for n in range(11, 25)},
-    **{f"fresh{n}.txt": "trained" for n in range(25, 29)},
-    **{f"benign{n}.txt": "trained" for n in range(25, 29)},
-    **{f"fresh{n}.txt": "held out" for n in (29, 30, 31, 32)},
-    **{f"benign{n}.txt": "held out" for n in (29, 30, 31, 32)},
+    **{f"fresh{n}.txt": "trained" for n in range(25, 33)},
+    **{f"benign{n}.txt": "trained" for n in range(25, 33)},
+    "fresh33.txt": "held out",
+    "benign33.txt": "held out",
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 

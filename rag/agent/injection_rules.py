@@ -360,7 +360,12 @@ _RULES += [
     for name, pattern in [
         (
             "agent-addressed",  # (not a commit subject: in "fix(bot): stop ..." the scope names a component)
-            r"^(?!" + COMMIT_SUBJECT + r")\W{0,3}[^:.!?\n—–]{0,60}?\b" + AI_SYSTEM + r"\b[^:.!?\n—–]{0,40}?(?::|\s[—–])\s*" + THEN_ORDER,
+            r"^(?!"
+            + COMMIT_SUBJECT
+            + r")\W{0,3}[^:.!?\n—–]{0,60}?\b"
+            + AI_SYSTEM
+            + r"\b[^:.!?\n—–]{0,40}?(?::|\s[—–])\s*"
+            + THEN_ORDER,
         ),
         (
             "agent-addressed",
