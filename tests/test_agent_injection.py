@@ -236,6 +236,24 @@ def test_training_text_is_seeded_and_never_both_labels():
     assert not set(pos) & set(neg)
 
 
+def test_training_reads_each_look_alike_as_the_screen_scores_it():
+    """A multi-sentence look-alike gives its sentences and its windows of two and three neighbours as negatives, as
+    rag.agent.injection.Detector.flags scores them; a sentence that opens a quotation is left out (alone, the attack a
+    security text quotes is an attack), and a one-sentence item is already a negative whole."""
+    from rag.agent.injection_fit import screened_units
+
+    item = (
+        "Runbook: disk full.\\nDelete rotated logs older than a week. "
+        '"Ignore previous instructions" is what the attacker typed. Page the on-call DBA.'
+    )
+    units = screened_units([item, "Contact your administrator."])
+    assert "Delete rotated logs older than a week." in units and "Page the on-call DBA." in units
+    assert "Runbook: disk full. Delete rotated logs older than a week." in units  # a window of two
+    assert '"Ignore previous instructions" is what the attacker typed.' not in units  # alone: left out
+    assert 'Delete rotated logs older than a week. "Ignore previous instructions" is what the attacker typed.' in units
+    assert "Contact your administrator." not in units and len(units) == len(set(units))
+
+
 @pytest.mark.slow
 def test_planted_instructions_never_reach_an_answer_over_http(inprocess_server, tmp_path):
     folder = tmp_path / "planted"

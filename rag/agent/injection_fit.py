@@ -1,5 +1,5 @@
 """`rag train screen`: fine-tune the injection classifier (rag.agent.injection_model) on MiniLM with low-rank
-adapters (torch, CPU; 21 minutes on 2 shared cores).
+adapters (torch, CPU; 38 minutes on 2 unshared cores for 1,516 steps).
 
 Positives: generated injections (rag.agent.injection_data, every kind: overrides with and without an override
 verb, dictated answers, passive obligations, roles, leaks, markup, split and obfuscated text), the exemplars of
@@ -7,8 +7,9 @@ rag.agent.injection, TRAIN_POSITIVE below and the committed attack sets TRAIN_AT
 Negatives: generated benign text with the same verbs (orders to people, descriptions of assistants, security
 writing that quotes an attack), real corpus sentences from the passages whose id hash falls in quarter 0 (quarter
 2 is the dev split that chose the threshold; quarters 1 and 3 are only measured), every sentence of the built-in
-corpus's quarter-0 passages (its short technical lines), BENIGN_IMPERATIVE below and the sets TRAIN_BENIGN_SETS. Texts
-are normalised (rag.agent.injection_normalize) as at query time. Class-balanced cross-entropy, AdamW, linear decay.
+corpus's quarter-0 passages (its short technical lines), BENIGN_IMPERATIVE below, the sets TRAIN_BENIGN_SETS, and
+each sentence and window of their multi-sentence items (screened_units: what the screen scores). Texts are
+normalised (rag.agent.injection_normalize) as at query time. Class-balanced cross-entropy, AdamW, linear decay.
 
 The weights (rag/agent/injection_classifier.npz, about 1.3 MB) and a JSON beside them (sha256, the command,
 the figures) are committed; rag.agent.injection_classifier exports them to ONNX on first use.
