@@ -200,9 +200,9 @@ def test_screen_removes_only_the_flagged_sentences_and_names_the_passage():
 
 @pytest.mark.slow
 def test_detector_rates_on_sets_it_never_trained_on():
-    """Recall on the attack sets that the classifier never read (SPLIT: fresh33, written in round 30 by an engineer
-    who never saw the detector, measured once, blind), false positives on its benign look-alikes (benign33) and on
-    real corpus sentences from the half of the passages never used for training or the dev split; and recall on
+    """Recall on the attack sets that the classifier never read (SPLIT: fresh33 and fresh34, written in rounds 30 and
+    31 by engineers who never saw the detector, each measured once, blind), false positives on their benign
+    look-alikes (benign33, benign34), on 120 how-to and runbook sentences (benign_howto4) and on real corpus sentences from the half of the passages never used for training or the dev split; and recall on
     every attack set it trained on (fresh4..32 and the first sets), a floor for the rules and the classifier
     together. Each held-out item is read line by line here, and as the service screens a passage too (as_passage).
     The bounds sit a little under the rates measured (docs/security.md), so a worse classifier or a rule that stops
@@ -212,9 +212,9 @@ def test_detector_rates_on_sets_it_never_trained_on():
     det = detector()
     unseen = [v for name in ATTACKS_UNSEEN for v in variants(name)]
     recall = sum(any(det.flags(v)) for v in unseen) / len(unseen)
-    assert len(unseen) == 100 and recall >= 0.99 - 0.04, recall  # measured 99 / 100
+    assert len(unseen) == 200 and recall >= 0.945 - 0.03, recall  # measured 99 + 90 = 189 / 200
     passages = [t for name in ATTACKS_UNSEEN for t in read_lines(name)]
-    assert sum(as_passage(det, t) for t in passages) >= 98 - 4  # measured 98 / 100
+    assert sum(as_passage(det, t) for t in passages) >= 191 - 5  # measured 98 + 93 = 191 / 200
     trained = [v for name in ATTACK_SETS if SPLIT[name] == "trained" for v in variants(name)]
     trained_recall = sum(any(det.flags(v)) for v in trained) / len(trained)
     assert trained_recall >= 0.95, trained_recall  # measured 2,924 / 3,040 = 0.962
@@ -223,8 +223,8 @@ def test_detector_rates_on_sets_it_never_trained_on():
     corpus_fpr = sum(any(det.flags([s])) for s in corpus) / len(corpus)
     lookalikes = [v[0] for name in BENIGN_UNSEEN for v in variants(name)]
     lookalike_fpr = sum(any(det.flags([s])) for s in lookalikes) / len(lookalikes)
-    # measured 2 / 200 corpus sentences here (5 / 2,422 in the full count); look-alikes 11 / 160 by their first line,
-    # 14 / 160 as a passage
+    # measured 2 / 200 corpus sentences here (5 / 2,422 in the full count); look-alikes and how-to sentences 16 / 440
+    # by their first line; as a passage 14 / 160 (benign33), 6 / 160 (benign34) and 0 / 120 (benign_howto4)
     assert corpus_fpr <= 0.02 and lookalike_fpr <= 0.10, (corpus_fpr, lookalike_fpr)
 
 

@@ -108,7 +108,20 @@ as held out:
   Round 28 re-read that way, as a passage: 95 of 100 caught, 14 of 160 flagged;
 - round 29 (fresh32, benign32), measured once, blind, with the same shipped screen: line by line 95 of 100 caught
   and 13 of 160 flagged; as a passage 96 of 100 (96.0 %) caught and 20 of 160 flagged, with the corpus's 5 that is
-  25 of 2,582 (0.97 %). Held out.
+  25 of 2,582 (0.97 %). Held out until session 14;
+- session 14: rounds 26-29 became training data for classifier 11, which also reads every sentence and 2-3 sentence
+  window of a multi-sentence look-alike as a negative (rag.agent.injection_fit.screened_units); rules L (French
+  "le message précédent" and Conventional Commits subjects no longer match). Round 30 (fresh33, benign33), written
+  blind in session 10 and kept unread, was measured once for both candidates, as a passage: classifier 10 caught
+  98 of 100 and flagged 27 of 160 (with the corpus's 5: 32 of 2,582, 1.24 %); classifier 11 caught 98 and flagged
+  14 (19 of 2,582, 0.74 %), and was shipped by the rule written before (docs/agent/injection/session14-decision-
+  rule.md);
+- round 31 (fresh34, benign34, and benign_howto4: 120 how-to and runbook sentences, the plain benign text issue 23
+  names), written blind in session 14 after round 30 had picked, measured once for classifier 11 and for a
+  classifier 12 (round 30 trained on too), as a passage: classifier 11 caught 93 of 100 and flagged 6 of 160
+  look-alikes, 0 of 120 how-to sentences and 5 of 2,422 corpus sentences (11 of 2,582, 0.43 %; plain text 5 of
+  2,542, 0.20 %); classifier 12 caught 92 and flagged 7, 1 and 6, so classifier 11 stays. Every miss is in
+  another language than English. Rounds 30 and 31 are held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -157,6 +170,7 @@ ATTACK_SETS = (
     "fresh31.txt",
     "fresh32.txt",
     "fresh33.txt",
+    "fresh34.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -192,6 +206,8 @@ BENIGN_SETS = (
     "benign31.txt",
     "benign32.txt",
     "benign33.txt",
+    "benign34.txt",
+    "benign_howto4.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -211,8 +227,8 @@ SPLIT = {  # what each set was used for (see the module doc)
     **{f"benign{n}.txt": "trained" for n in range(11, 25)},
     **{f"fresh{n}.txt": "trained" for n in range(25, 33)},
     **{f"benign{n}.txt": "trained" for n in range(25, 33)},
-    "fresh33.txt": "held out",
-    "benign33.txt": "held out",
+    **{name: "held out" for name in ("fresh33.txt", "benign33.txt", "fresh34.txt", "benign34.txt")},
+    "benign_howto4.txt": "held out",
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
