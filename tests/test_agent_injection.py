@@ -213,11 +213,11 @@ def test_screen_removes_only_the_flagged_sentences_and_names_the_passage():
 def test_detector_rates_on_sets_it_never_trained_on():
     """Recall on the attack sets that the classifier never read (SPLIT: fresh33 and fresh34, written in rounds 30 and
     31 by engineers who never saw the detector, each measured once, blind), false positives on their benign
-    look-alikes (benign33, benign34), on 120 how-to and runbook sentences (benign_howto4) and on real corpus sentences from the half of the passages never used for training or the dev split; and recall on
-    every attack set it trained on (fresh4..32 and the first sets), a floor for the rules and the classifier
-    together. Each held-out item is read line by line here, and as the service screens a passage too (as_passage).
-    The bounds sit a little under the rates measured (docs/security.md), so a worse classifier or a rule that stops
-    matching fails here."""
+    look-alikes (benign33, benign34), on 120 how-to and runbook sentences (benign_howto4) and on real corpus
+    sentences from the half of the passages never used for training or the dev split; and recall on every attack set
+    it trained on (fresh4..32 and the first sets), a floor for the rules and the classifier together. Each held-out
+    item is read line by line here, and as the service screens a passage too (as_passage). The bounds sit a little
+    under the rates measured (docs/security.md), so a worse classifier or a rule that stops matching fails here."""
     from rag.agent.injection_eval import as_passage, read_lines
 
     det = detector()

@@ -217,6 +217,9 @@ def builtin_lines(quarter: int = 0) -> list[str]:
     return [s for p in picked for s in sentences(p.text) if len(s) >= 20]
 
 
+QUOTED_START = re.compile(r"^\W*[\"“”«»„'‘「『]")  # a sentence that opens a quotation
+
+
 def screened_units(items: list[str]) -> list[str]:
     """What the screen scores in each benign item of more than one sentence, read as it reads a passage: each
     sentence (rag.agent.injection.pieces) and each window of two or three neighbours, joined as the screen joins
@@ -234,9 +237,6 @@ def screened_units(items: list[str]) -> list[str]:
         out += [s for s in sents if not QUOTED_START.match(s)]
         out += [" ".join(sents[i : i + n]) for n in (2, 3) if n < len(sents) for i in range(len(sents) - n + 1)]
     return list(dict.fromkeys(out))
-
-
-QUOTED_START = re.compile(r"^\W*[\"“”«»„'‘「『]")
 
 
 def training_texts(seed: int = 0) -> tuple[list[str], list[int]]:
