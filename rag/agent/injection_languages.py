@@ -159,11 +159,37 @@ MODEL_ML = (
 TO_MODEL_ML = r"(?:לעוזר|למודל|לסוכן|לבוט|للوكيل|للمساعد|للنموذج|tekoäly\w*(?:lle|ille))"
 # "AI agent", "AI model" in scripts that write them as two words: "এআই এজেন্ট", "اے آئی ماڈل"
 AI_MODEL_ML = r"(?:এআই|اے آئی|एआई|ai)\s?(?:এজেন্ট\w*|ماڈل|ایجنٹ|मॉडल\w*|एजेंट\w*)"
+# suffixes after a stem in Indic scripts, whose vowel signs are no word characters to Python ("உதவியாளருக்கு")
+INDIC_TAIL = r"[\w\u0900-\u0dff]*"
+# an assistant, a helper or a bot in more languages and their case forms (the vocative "Asystencie", "Боте", the
+# dative "köməkçiyə", "көмекшісіне", "туслахад", "laguntzaileari"); a stem that is also a common word is left out
+# (Hungarian "mi", Serbian "ви" for "you", Bengali "বট" for a banyan tree)
+ASSISTANT_MORE = (
+    r"көмекші\w*|жардамчы\w*|туслах\w*|օգնական\w*|ასისტენტ\w*|დამხმარე\w*|yordamchi\w*|köməkçi\w*|"
+    r"laguntzaile\w*|aðstoðar\w*|padėjėj\w*|palīg\w*|abiline\w*|помошник\w*|помоћник\w*|pomo[čć]nik\w*|"
+    r"pomocník\w*|معاون|مساعد\w*|"
+    r"(?:சஹாயக|உதவியாள|సహాయక|ಸಹಾಯಕ|സഹായി|सहाय्यक|સહાયક|ਸਹਾਇਕ|සහායක)" + INDIC_TAIL + r"|"
+    r"mataimaki|umsizi|ຜູ້ຊ່ວຍ|ជំនួយការ"
+)
+# a bot, in its case forms: only as a vocative or after an addressing word ("Bot: ¡Hola!" is a transcript)
+BOT_ML = (
+    r"(?:chat)?bot(?:e|u|a|em|om|ot|ten|ti|tia|ul|ului|ów)?|(?:чат-?)?бот(?:е|у|а|ом|ы|ов|ам)?|بوت|روبو\w*|"
+    r"(?:बॉट|ബോട്ട്|போட்)" + INDIC_TAIL
+)
+# an AI agent: "agente de IA", "agent IA", "агент ИИ", "Agent der KI"; "geautomatiseerde boekhoudagent", "automated
+# agent"; a bare agent is often a person (support, travel, insurance agents)
+AGENT_WORD = r"(?:agent\w*|agente\w*|агент\w*|ajan\w*|агенте|\w{3,}agent(?:en|in)?)"
+AUTOMATED_ML = (
+    r"(?:geautomatiseerd\w*|automatisiert\w*|automatische?[nrs]?|automatisé\w*|automatique|autom[aá]tic\w*|"
+    r"automatyczn\w*|automatizovan\w*|автоматическ\w*|автоматизирован\w*|автоматизован\w*|otomatik|autonom\w*|"
+    r"autónom\w*|автономн\w*|automaattinen|automatiserad\w*|automatisk\w*|αυτόματ\w*|automat\w*)"
+)
 ASSISTANT_ML = (
-    r"(?:(?:(?:ai|ki|ia|ии|ші)[ -]?(?:agent\w*|агент\w*|agente)|(?:(?:ai|ki|ia)-?)?(?:assistant\w*|asistent\w*|assistent\w*|asystent\w*|asistan\w*|ассистент\w*|асистент\w*|"
-    r"помощник\w*|помічник\w*|βοηθ\w*|المساعد|مساعد|העוזר|עוזר|دستیار|सहायक\w*|সহকারী\w*|trợ lý|asisten|msaidizi|"
+    r"(?:(?:(?:ai|ki|ia|ии|ші)[ -]?(?:agent\w*|агент\w*|agente)|(?:(?:ai|ki|ia|ии|ші)-?)?(?:assistant\w*|asistent\w*|assistent\w*|asystent\w*|asistan\w*|ассистент\w*|асистент\w*|"
+    r"помощник\w*|помічник\w*|βοηθ\w*|المساعد|مساعد|העוזר|עוזר|دستیار|(?:सहायक|সহকারী)" + INDIC_TAIL + r"|trợ lý|"
+    r"asisten|msaidizi|"
     r"(?:tekoäly)?avustaja\w*|asszisztens\w*|chatbot\w*|copilot\w*|chatgpt|llm|בוט|לבוט|ربات|روبوت|"
-    r"اسسٹنٹ|உதவியாளர்\w*|ረዳት|robô))|" + AUTOMATED_AGENT_ML + "|" + AI_MODEL_ML + ")"
+    r"اسسٹنٹ|உதவியாளர்\w*|ረዳት|robô|" + ASSISTANT_MORE + "))|" + AUTOMATED_AGENT_ML + "|" + AI_MODEL_ML + ")"
 )
 ASSISTANT_CJK = (  # and Thai, also written without spaces between words
     r"(?:助手|助理|机器人|機器人|アシスタント|ボット|어시스턴트|챗봇|人工智能|人工知能|인공지능|系统|系統|システム|시스템|"
@@ -173,11 +199,40 @@ AI_CJK = r"(?:ai|ａｉ|模型|モデル|모델)(?:へ|に|宛|에게|께)|(?:�
 AGENT_CJK = (
     r"(?:エージェント|에이전트|智能体|智能體|代理)[^:：。！？\n]{0,8}?(?:指示|指令|命令|备注|備註|注意|지시|메모)"
 )
+# artificial intelligence in more languages, in its case forms ("вештачка интелигенцијо", "gervigreindarinnar")
+AI_MORE = (
+    r"inteligencia artificial|intelig[eê]ncia artificial|inteligen[țţ]\w* artificial\w*|inteligjenc\w* artificial\w*|"
+    r"intel·ligència artificial|intelixencia artificial|adimen artifizial\w*|künstliche\w* intelligenz|"
+    r"искусствен\w* интеллект\w*|штучн\w* інтелект\w*|изкуствен\w* интелект\w*|вештачк\w* интелигенциј\w*|"
+    r"ve[šs]ta[čc]k\w* inteligencij\w*|umjetn\w* inteligencij\w*|umetn\w* inteligenc\w*|umel\w* inteligenci\w*|"
+    r"uměl\w* inteligenc\w*|dirbtin\w* intelekt\w*|mākslīg\w* intelekt\w*|tehisintellekt\w*|tehisaru\w*|"
+    r"gervigreind\w*|sun'?iy intellekt\w*|жасанды интеллект\w*|жасалма интеллект\w*|хиймэл оюун ухаан\w*|"
+    r"արհեստական բանականությ\w*|ხელოვნურ\w* ინტელექტ\w*|süni intellekt\w*|مصنوعی ذہانت|ذكاء اصطناعي|"
+    r"בינה מלאכותית|trí tuệ nhân tạo|kecerdasan buatan|ปัญญาประดิษฐ์|akili bandia|"
+    r"artipisyal na intelihensiya|τεχνητ\w* νοημοσύν\w*|artificiell intelligens|kunstig intelligens|"
+    r"tekoäly\w*|mesterséges intelligenci\w*|yapay zek\w*|"
+    r"(?:कृत्रिम बुद्धिमत्त|কৃত্রিম বুদ্ধিমত্ত|కృత్రిమ మేధ|ಕೃತಕ ಬುದ್ಧಿಮತ್ತ|കൃത്രിമ ബുദ്ധി|செயற்கை நுண்ணறிவ)" + INDIC_TAIL
+)
 AI_ML = (
     r"(?:ai|a\.i\.|ia|ki|ии|ші|yapay zek\w*|sztuczn\w* inteligencj\w*|inteligencia artificial|intelligence "
     r"artificielle|künstliche intelligenz|intelligenza artificiale|kunstmatige intelligentie|umělá inteligence|"
     r"الذكاء الاصطناعي|הבינה המלאכותית|هوش مصنوعی|एआई|এআই|tekoäly\w*|mesterséges intelligencia|sprachmodell\w*|"
-    r"اے آئی|செயற்கை நுண்ணறிவு|ሰው ሰራሽ አስተውሎት|süni intellekt)"
+    r"اے آئی|செயற்கை நுண்ணறிவு|ሰው ሰራሽ አስተውሎት|süni intellekt|എഐ|ஏஐ|ఏఐ|ಎಐ|" + AI_MORE + ")"
+)
+# a language model: "מודל שפה", "भाषा मॉडल", "modelo de lenguaje", "языковая модель", "dil modeli"
+LANGUAGE_MODEL_ML = (
+    r"(?:modelo de (?:lenguaje|linguagem|idioma)|modèle de langage|modell\w* linguistic\w*|taalmodel\w*|"
+    r"model\w* językow\w*|языков\w* модел\w*|мовн\w* модел\w*|dil model\w*|نموذج\w* (?:لغوي|اللغة)\w*|"
+    r"מודל(?:ים)? (?:ה)?שפה|مدل (?:زبانی|زبان)|(?:भाषा|লার্জ ল্যাঙ্গুয়েজ|ভাষা) (?:मॉडल|মডেল)" + INDIC_TAIL + r"|"
+    r"mô hình ngôn ngữ|model bahasa|språkmodell\w*|sprogmodel\w*|γλωσσικ\w* μοντέλ\w*|jazykov\w* model\w*|"
+    r"model\w* (?:de )?limbaj|nyelvi modell\w*|kielimalli\w*|tungumálalíkan\w*|llm\w*|語言模型|语言模型|言語モデル|"
+    r"언어 ?모델)"
+)
+# an agent of artificial intelligence, or an automated one: "agente de IA", "KI-Agent", "geautomatiseerde
+# boekhoudagent"
+AI_AGENT_ML = (
+    r"(?:" + AGENT_WORD + r"\s(?:(?:de|di|do|da|der|van|na|ng|ya)\s|d['’]|de l['’])?(?:" + AI_ML + r")(?![\w-])|"
+    r"(?:" + AI_ML + r")[ -]?" + AGENT_WORD + r"|" + AUTOMATED_ML + r"\s(?:\w+\s)?" + AGENT_WORD + r")"
 )
 # the words that address a note to someone: to, for, note, dear ... in the same languages
 # "dear ...": a vocative, before a comma ("Chère intelligence artificielle, laisse de côté ...")
@@ -274,4 +329,96 @@ SAY_FAMILIAR = (
 IF_ASKED_SUFFIX = (  # where "if" is a suffix: Korean "사용자가 ...하면 ... 말해", Turkish "kullanıcı ... yazarsa ... söyle"
     r"사용자가[^.!?\n]{0,40}?면[^.!?\n]{0,100}?(?:말해|답해|안내해|알려 ?줘)(?!요|주세요)|"
     r"kullanıcı\w*[^.!?\n]{0,60}?\w+(?:rsa|rse)\b[^.!?\n]{0,120}?\bsöyle\b"
+)
+
+# --- the second person, and the AI system that reads this text, for the rules on any AI addressee
+# "you" as a subject, and "are", in the languages that write them as words
+YOU_ML = (
+    r"(?:tú|tu|usted|ustedes|vous|du|sie|ihr|voi|lei|você|vocês|je|jij|u|ty|wy|pan|pani|ты|вы|ти|ви|sen|siz|أنت|"
+    r"انت|אתה|את|אתם|تو|شما|आप|तुम|তুমি|আপনি|நீ|நீங்கள்|bạn|kamu|anda|engkau|εσύ|εσείς|te|ön|sinä|te|þú|zu|"
+    r"сен|сіз|чи|та|դու|դուք|შენ|თქვენ|siz|sen|ju|ti)"
+)
+ARE_ML = (
+    r"(?:eres|es|sois|son|êtes|bist|sind|seid|sei|siete|è|é|és|for|fores|forem|bent|ben|jesteś|jesteście|jste|jsi|"
+    r"являешься|являетесь|є|ești|sunteți|εσύ είσαι|είσαι|είστε|vagy|olet|olette|ert|är|er|adalah|là|hai|ho|hain|"
+    r"estás|sei)"
+)
+ARTICLE_ML = (
+    r"(?:un|una|uno|une|ein|eine|einen|een|um|uma|bir|एक|कोई|একটি|কোনো|ένα|ένας|egy|yksi|ett|en|et|jeden|jedna)"
+)
+# a verb of reading, summarising or processing, as a text puts it to its reader ("que lee esto", "die diesen Text
+# verarbeitet", "што го читаш ова", "이 문서를 읽는", "sem les þetta")
+READ_ML = (
+    r"(?:le[ae]s?|leyendo|lit|lisez|lisant|liest|lesen|lest|legge|leggi|leggendo|lê|ler|lendo|leest|lees|lezen|"
+    r"czyta\w*|читает|читаешь|читаете|читающ\w*|чита|читаш|читає|читаєш|читаючи|okuyan|okuyorsan|okursan|يقرأ|تقرأ|"
+    r"קורא|קוראת|קוראים|می‌خوان\w*|میخوان\w*|पढ़\S*|পড়\S*|阅读|閱讀|读取|讀取|読む|読んだ|読んでいる|読み込む|読み取る|"
+    r"읽는|읽은|읽고 있는|đọc|membaca|läser|"
+    r"læser|leser|διαβάζει|διαβάζεις|čte|čteš|čita|čitaš|citește|citești|olvassa|olvasod|lukee|luet|les|lest|"
+    r"irakurtzen|оқып\w*|оқитын|уншиж\w*|կարդում|o'qiyotgan|پڑھ\S*|படிக்கும்|വായിക്കുന്ന|वाचणार\S*|"
+    r"resume\w*|résume\w*|resum\w*|zusammenfass\w*|riassum\w*|samenvat\w*|streszcza\w*|podsumowuj\w*|резюмиру\w*|"
+    r"обобща\w*|сажима\w*|sažima\w*|підсумову\w*|özetleyen|يلخص|تلخص|מסכם|מסכמת|सारांश\S*|সারাংশ\S*|总结|概括|"
+    r"要約する|요약하는|tóm tắt|meringkas|sammanfattar|συνοψίζει|shrnuje|rezumă|összefoglal\w*|tiivistä\w*|"
+    r"procesa\w*|traite\w*|verarbeite\w*|elabora\w*|processa\w*|verwerk\w*|przetwarza\w*|обрабатыва\w*|обробля\w*|"
+    r"işleyen|يعالج|מעבד|处理|処理する|처리하는|xử lý|memproses|analiza\w*|analyse\w*|analysiert\w*|analizza\w*)"
+)
+# this text, page, message, document ... (the demonstrative alone is too common to count)
+THIS_ML = (
+    r"(?:esto|este|esta|ceci|ce|cet|cette|dies\w*|questo|questa|isto|este|esta|dit|deze|ten|tę|ta|to|tego|этот|это|"
+    r"эту|этого|цей|це|цю|bu|هذا|هذه|הזה|הזאת|זה|این|यह|इस|এই|这|本|此|この|이|này|ini|detta|denna|dette|denne|"
+    r"αυτό|αυτή|tento|toto|tuto|acest|această|ezt|ez|tämä|tätä|þetta|hau|ova|ovo|ovaj|ово|ова|овој|осы|энэ|այս|"
+    r"ushbu|یہ|இந்த|ഈ|या)"
+)
+THIS_CJK = r"(?:这|這|本|此|该|該|この|当|이)"
+# "when summarising this, write that ...", "W podsumowaniu napisz, że ...", "요약할 때 ... 말하세요": an order about what
+# a summary must claim or leave out (the familiar form where a language has one: a teacher's brief uses the polite)
+WHEN_SUMMARISING_ML = (
+    r"(?:\bal resumir|\bcuando resumas|\b(?:lorsque|quand) (?:tu résumes|vous résumez)|\ben résumant|"
+    r"\b(?:wenn du|beim) zusammenfass\w*|\bquando riassumi|\bnel riassumere|\bao resumir|\bbij het samenvatten|"
+    r"\b(?:przy|podczas) streszcz\w*|\bw podsumowaniu|\bstreszczając|\bpři shrnutí|\bpři shrnování|"
+    r"(?:при|когда) (?:пересказ\w*|резюмир\w*|суммир\w*|кратком изложении)|(?:під час|коли) підсумов\w*|"
+    r"\bözetlerken|\bözetlediğinde|عند تلخيص|أثناء تلخيص|ملي تلخص|בעת סיכום|כשאתה מסכם|כאשר תסכם|هنگام خلاصه|"
+    r"सारांश (?:बनाते|देते|लिखते) समय|সারাংশ (?:লেখার|করার) সময়|(?:总结|總結|概括|摘要)[^，。,]{0,8}(?:时|時)|"
+    r"要約(?:する|の)(?:際|とき|時)|요약할 때|요약 시|\bkhi tóm tắt|\b(?:saat|ketika) meringkas|\bnär du sammanfattar|"
+    r"όταν συνοψίζεις|\bcând rezumi)"
+)
+DICTATE_VERB_ML = (
+    r"(?:\b(?:escribe|di|indica|afirma|menciona) que|\bomite|\bno (?:menciones|incluyas)|"
+    r"\b(?:écris|dis|indique|affirme|précise) que|\bomets|\bne (?:mentionne|cite)|\bpasse sous silence|"
+    r"\b(?:schreib|sag|erwähne)\w*,? dass|\bscrivi che|\b(?:di'|dì|afferma) che|\bometti|\bnon (?:menzionare|citare)|"
+    r"\b(?:escreva|diga|afirme) que|\bomita|\bnão mencione|\b(?:schrijf|zeg|vermeld) dat|"
+    r"\b(?:napisz|powiedz|podaj|stwierdź),? że|\bpomiń|\bnie wspominaj|\b(?:napiš|uveď|řekni),? že|\bvynech|"
+    r"\bnezmiňuj|(?:напиши|скажи|укажи|сообщи),? что|не упоминай|(?:напиши|скажи|вкажи),? що|не згадуй|"
+    r"\b(?:yaz|söyle|belirt)\b|\bbahsetme|(?:قل|اكتب|اذكر) (?:إن|أن)|لا تذكر|گول بلي|(?:כתוב|אמור|ציין) ש|אל תזכיר|"
+    r"(?:कहो|कहें|लिखो|लिखें|बताओ) कि|हटा दो|লিখবে যে|লিখুন যে|写明|写成|寫成|说成|說成|注明|删去|不要提|"
+    r"と(?:書|記載|伝え|答え)|触れない|(?:라고|다고) ?(?:말|적|쓰|보고)|빼고|언급하지|\bghi là|\btulis bahwa|"
+    r"\bskriv att|\bγράψε ότι|\bscrie că)"
+)
+# an AI system as the topic of a Korean or Japanese sentence that ends in an imperative ("일정 관리 에이전트는 ...
+# 취소하고 ... 알리지 마세요", "AIは、...ください"), unless a reason or a possibility comes between (a notice to the
+# user: "AI 비서는 베타이므로 ... 사용하지 마세요", "AIは間違えることがあるので、確認してください")
+TOPIC_ORDER_JA_KO = (
+    r"(?:ai|모델|어시스턴트|에이전트|챗봇|비서)(?:은|는)\s(?:(?!수 있|므로|때문|니까|으니|라서|해서)[^.!?\n]){0,100}?"
+    r"(?:하세요|하십시오|마세요|마십시오|주세요|주십시오|보고하세요|말하세요)(?:[.\]]|\s*$)|"
+    r"(?:ai|ＡＩ|モデル|アシスタント|エージェント)は[、,]?(?:(?!ので|から|ため|ことがあ|場合があ|できます)[^。！？\n]){0,100}?"
+    r"(?:ください|なさい|せよ|しろ)(?:[。」]|\s*$)"
+)
+# what shows a sentence that names an AI system speaks about it, not to it: a modal or a frequency after the name
+# ("Tekoälyavustaja voi lukea ...", "Языковые модели иногда ..."), and "but", "so", "for example" after the comma
+# ("..., but it asks first", "..., поэтому ответы нужно проверять")
+ABOUT_IT_ML = (
+    r"(?:can|may|might|could|puede\w*|pueden|podría\w*|peut|peuvent|pourrait|kann|können|könnte\w*|può|possono|"
+    r"potrebbe\w*|pode|podem|poderá|kan|kunnen|może|mogą|może być|может|могут|можуть|може|voi|voivat|có thể|"
+    r"יכול\w*|עשוי\w*|सकत\S*|সকত\S*|পারে|dapat|bisa|umí|může|mohou|poate|pot|tud\w*|kan|kann|får|μπορεί|"
+    r"yapabilir|olabilir|edebilir|يمكن\w*|قد|می‌تواند|میتواند|"
+    r"sometimes|often|usually|a veces|parfois|souvent|manchmal|oft|talvolta|spesso|às vezes|soms|vaak|czasem|"
+    r"często|иногда|часто|інколи|іноді|bazen|genellikle|أحيانا|אלא|לפעמים|कभी-कभी|অনেক সময়|joskus|ibland|ofta|"
+    r"kadang-kadang|đôi khi|μερικές φορές|někdy|uneori|néha)"
+)
+CONJUNCTION_ML = (
+    r"(?:but|so|however|pero|sino|mais|donc|alors|aber|doch|also|ma|però|quindi|perciò|mas|porém|portanto|maar|dus|"
+    r"ale|więc|zatem|но|поэтому|так что|але|тому|проте|ama|fakat|bu yüzden|لكن|ولكن|لذلك|אך|אבל|לכן|लेकिन|परंतु|"
+    r"किंतु|इसलिए|কিন্তু|তাই|mutta|joten|nhưng|vì vậy|tetapi|namun|jadi|men|så|αλλά|όμως|επομένως|ale|proto|dar|"
+    r"deci|de|ezért|y|e|et|und|and|or|o|ou|oder|als|wie|como|comme|such as|come|zoals|jak|как|як|gibi|مثل|כמו|"
+    r"जैसे|par exemple|por ejemplo|zum beispiel|ad esempio|por exemplo|bijvoorbeeld|na przykład|например|наприклад|"
+    r"örneğin|على سبيل المثال|לדוגמה|उदाहरण के लिए)"
 )

@@ -29,35 +29,49 @@ import unicodedata
 from functools import lru_cache
 
 from rag.agent.injection_languages import (
+    ABOUT_IT_ML,
     ADDRESS_ML,
     AGENT_CJK,
+    AI_AGENT_ML,
     AI_CJK,
     AI_ML,
     ANSWER_MUST_ML,
+    ARE_ML,
+    ARTICLE_ML,
     ASSISTANT_CJK,
     ASSISTANT_ML,
+    BOT_ML,
     CAPABILITY_ML,
+    CONJUNCTION_ML,
     DANGER_ANY_LANGUAGE,
     DEAR_ML,
     DICTATE_ML,
+    DICTATE_VERB_ML,
     HISTORY,
     IF_AI_ML,
     IF_ASKED,
     IF_ASKED_SUFFIX,
     IF_ML,
+    LANGUAGE_MODEL_ML,
     MODEL_ML,
     MUST_ML,
     NOMINAL_ORDER_JA_KO,
     OVERRIDE_ML,
+    READ_ML,
     ROLE_ML,
     RULES_IN_OTHER_LANGUAGES,
     SAY_FAMILIAR,
     SEND_TO,
     SOMEONE,
     SYSTEM_HEADER_ML,
+    THIS_CJK,
+    THIS_ML,
     THIS_TEXT_ML,
     TO_MODEL_ML,
+    TOPIC_ORDER_JA_KO,
     UNTOLD,
+    WHEN_SUMMARISING_ML,
+    YOU_ML,
 )
 from rag.agent.injection_normalize import despace, normalize, spaced_share, spaced_trigger
 
@@ -331,6 +345,17 @@ COMMIT_SUBJECT = r"[a-z]+\([\w./-]{1,30}\)!?:"  # a Conventional Commits subject
 COVERT = r"(?:quietly|silently|secretly|covertly|discreetly|subtly)"
 
 # --- other languages (their words: rag.agent.injection_languages)
+# an AI system named as the one spoken to: an assistant, an AI agent, a bot, a language model
+AI_ADDRESSEE = r"(?:" + ASSISTANT_ML + r"|" + AI_AGENT_ML + r"|" + BOT_ML + r"|" + LANGUAGE_MODEL_ML + r")"
+# a sentence that opens with a determiner speaks of the assistant ("El asistente puede equivocarse, así que ..."),
+# a vocative has none ("Asistente de IA, cuando respondas, ...")
+DETERMINER = (
+    r"(?:el|la|los|las|le|les|l['’]|der|die|das|den|dem|des|il|lo|gli|i|o|a|os|as|het|de|un|una|uno|une|ein\w*|een|"
+    r"este|esta|estos|ese|esa|ce|cet|cette|dies\w*|questo|questa|deze|dit|ten|ta|to|этот|эта|это|цей|ця|bu|bir|"
+    r"this|the|an?|our|your|my|nuestro|nuestra|notre|nos|unser\w*|il nostro|la nostra|onze|nasz\w*|наш\w*|"
+    r"todos|todas|tous|toutes|alle|tutti|tutte|cada|chaque|jede[rs]?|ogni|elke|każd\w*|кажд\w*|"
+    r"si|wenn|falls|se|als|if|когда|если|cuando|quand|quando|wanneer|kiedy)"
+)
 ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "AIアシスタントへ：..."
     r"^(?:(?:[^:.!?\n،]{0,50}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])|"
     r"(?=[^:.!?\n،]{0,80}(?<!\w)" + ADDRESS_ML + r"(?!\w))[^:.!?\n،]{0,50}?(?<!\w)" + AI_ML + r"(?![\w-]))"
@@ -353,6 +378,61 @@ ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "
     + r"|"
     + AI_CJK
     + r")[^:：。！？\n]{0,12}?[:：])\s*\S"
+)
+# a sentence that names the assistant after a preposition speaks of it ("Dans l'onglet de l'assistant, ...")
+PREPOSITION = (
+    r"(?:de|del|della|dello|des|du|dans|en|in|im|nel|nella|na|no|w|we|в|во|у|на|of|from|with|con|avec|mit|von|"
+    r"van|por|per|par|über|sobre|sur|about|om|för|från|z|ze|s|с|з|від|від|için|ile|da|dai|dal|dalla)"
+)
+# an AI system, a model in any case form ("Modelul care rezumă ..."), an agent
+AI_NAMED = (
+    r"(?:" + AI_ML + r"|" + AI_ADDRESSEE + r"|" + MODEL_ML + r"|model\w*|modèle\w*|модел\w*|μοντέλ\w*|מודל\w*|"
+    r"نموذج\w*|मॉडल\S*)"
+)
+# the AI system that reads or summarises this text: "el asistente que lee este documento", "Вештачка интелигенцијо
+# што го читаш ова", and in the languages that put the relative clause first, "이 문서를 읽는 에이전트",
+# "この文書を要約するAI", "給讀取本文件的模型", "या पानाचा सारांश करणाऱ्या बॉटने"
+READER_ML = (
+    r"(?<!\w)"
+    + AI_NAMED
+    + r"(?![\w-])[^.!?\n]{0,25}?(?<!\w)"
+    + READ_ML
+    + r"(?!\w)[^.!?\n]{0,25}?(?<!\w)"
+    + THIS_ML
+    + r"(?!\w)|(?:(?<!\w)"
+    + THIS_ML
+    + r"(?!\w)|"
+    + THIS_CJK
+    + r")[^.!?\n]{0,30}?"
+    + READ_ML
+    + r"(?:\s?\S+){0,2}?\s?"
+    r"(?:的)?(?:" + AI_NAMED + r"|" + ASSISTANT_CJK + r"|エージェント|에이전트|智能体|模型)"
+)
+# the same in any language, with more words for the AI system, only in text that is not English: a vocative
+# ("Asistente de IA, cuando respondas, ...", "Жасанды интеллект көмекшісі, ..."), a bot or a language model after
+# an addressing word ("Voor de geautomatiseerde boekhoudagent: ..."), "AIの方へ、..."
+VOCATIVE_ML = (
+    r"^(?:(?!"
+    + DETERMINER
+    + r"\s|l['’])(?:(?!(?<!\w)"
+    + PREPOSITION
+    + r"\s)[^:.!?\n,،]){0,30}?(?<!\w)"
+    + AI_ADDRESSEE
+    + r"(?![\w-])(?<!lar)(?<!ları)(?<!ler)(?<!leri)(?:\s+(?!"
+    + ABOUT_IT_ML
+    + r"(?!\w))[^\s:.!?,،]+){0,3}\s*[,،、]"
+    r"(?!\s*" + CONJUNCTION_ML + r"(?!\w))|"
+    r"(?=[^:.!?\n،]{0,80}(?<!\w)"
+    + ADDRESS_ML
+    + r"(?!\w))[^:.!?\n،]{0,50}?(?<!\w)(?:"
+    + AI_ADDRESSEE
+    + r"|"
+    + AI_ML
+    + r")(?![\w-])[^:.!?\n]{0,30}?[:：፦]"
+    + NOT_SPEAKING
+    + NOT_QUOTED
+    + r"|"
+    r"[^:：。！？\n]{0,20}?(?:ai|ａｉ|モデル|アシスタント|エージェント|ボット)(?:の方|様|さん)へ[、,：:])\s*\S"
 )
 
 _RULES += [
@@ -420,6 +500,17 @@ _RULES += [
             IF_ASKED + r"[^.!?\n]{0,40}?" + SOMEONE + r"[^.!?\n]{0,120}?" + SAY_FAMILIAR + r"|" + IF_ASKED_SUFFIX,
         ),
         ("if-ai-ml", IF_AI_ML),
+        (  # "אם אתה מודל שפה", "यदि आप एक AI मॉडल हैं", "si tu es un agent d'IA": if you are an AI system
+            "if-ai-ml",
+            r"(?<!\w)" + IF_ML + r"\s+" + YOU_ML + r"(?:\s+" + ARE_ML + r")?(?:\s+" + ARTICLE_ML + r")?(?:\s+\S+)?\s+"
+            r"(?:" + AI_ML + r"|" + AI_ADDRESSEE + r")(?![\w-])",
+        ),
+        ("reader-ml", READER_ML),  # "el asistente que lee este documento", "이 문서를 읽는 에이전트"
+        (  # "W podsumowaniu napisz, że ...", "Quando riassumi questa recensione, scrivi che ..."
+            "summary-order-ml",
+            WHEN_SUMMARISING_ML + r"[^.!?\n。！？]{0,120}?" + DICTATE_VERB_ML,
+        ),
+        ("topic-order-ml", TOPIC_ORDER_JA_KO),
         (
             "if-read-ml",  # "Если этот текст обрабатывает ИИ-ассистент, ...": the document read by an AI, as a condition
             r"(?<!\w)" + IF_ML + r"(?!\w)(?=[^.!?\n,،]{0,100}(?<!\w)" + THIS_TEXT_ML + r"(?!\w))"
@@ -435,6 +526,7 @@ _RULES += [
         ("role-ml", ROLE_ML),
         ("system-ml", SYSTEM_HEADER_ML),
         ("addressed-ml", ADDRESSED_ML),
+        ("vocative-ml", VOCATIVE_ML),
     ]
 ]
 # a sentence written mostly in letter-spaced runs ("п е р е ш л и   в с е ...") that names an AI system or holds a
@@ -460,6 +552,10 @@ OTHER_LANGUAGE_RULES |= {
     "nominal-order-ml",
     "answer-must-ml",
     "reader-must-ml",
+    "reader-ml",
+    "summary-order-ml",
+    "topic-order-ml",
+    "vocative-ml",
     "role-ml",
     "system-ml",
 }

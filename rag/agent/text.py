@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 STOPWORDS = frozenset(
     """
@@ -17,10 +18,11 @@ some any each all both either neither other such same own one ones per via vs sa
 _WORD = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?")
 # A sentence ends at . ! ? before a space and a capital, a digit, a quote or a bracket, in any script: a letter
 # that is not lower-case (Cyrillic capitals, and the caseless Hebrew, Arabic, Devanagari or Tamil letters); and
-# at the CJK full stops, with or without a space, but not inside a quotation (after the closing mark instead).
+# at the full stops of other scripts (the Devanagari danda, Armenian, Urdu, Ethiopic, Burmese) and at the CJK full
+# stops, with or without a space, but not inside a quotation (after the closing mark instead).
 # "e.g. the" and "approx. two" are not ends.
 _SENT_SPLIT = re.compile(
-    r"(?<=[.!?])\s+(?=[0-9\"'(\[]|[^\W\d_](?<![a-zß-ÿ]))|(?<=[。！？])(?![”」』\"'’])\s*(?=\S)|(?<=[。！？][”」』])\s*(?=\S)"
+    r"(?<=[.!?])\s+(?=[0-9\"'(\[]|[^\W\d_](?<![a-zß-ÿ]))|(?<=[।॥։۔።။])\s*(?=\S)|(?<=[。！？])(?![”」』\"'’])\s*(?=\S)|(?<=[。！？][”」』])\s*(?=\S)"
 )
 # Runs of capitalised words (allowing short joiners): "Kiss and Tell", "Scott Derrickson", "Ed Wood".
 _ENTITY = re.compile(r"\b([A-Z][\w'’.-]*(?:\s+(?:(?:of|the|and|de|la|von|van|in|for|&)\s+)?[A-Z0-9][\w'’.-]*)*)")
@@ -77,8 +79,14 @@ _LOG_LINE = re.compile(r"^\s*(?:INFO|DEBUG|WARNING|WARN|ERROR|TRACE)\b:?|^\s*(?:
 
 
 def debris(sentence: str) -> bool:
-    """Code, log lines and symbol soup: not something to quote as an answer."""
-    symbols = sum(1 for ch in sentence if not (ch.isalnum() or ch.isspace()) and ch not in ".,;:'’\"()-–—%·")
+    """Code, log lines and symbol soup: not something to quote as an answer. The vowel signs of Indic scripts are
+    marks, not symbols ("உதவியாளருக்கு" is a word)."""
+    symbols = sum(
+        1
+        for ch in sentence
+        if not (ch.isalnum() or ch.isspace() or unicodedata.category(ch).startswith("M"))
+        and ch not in ".,;:'’\"()-–—%·"
+    )
     return bool(_LOG_LINE.search(sentence)) or "`" * 3 in sentence or symbols > 0.25 * max(len(sentence), 1)
 
 
