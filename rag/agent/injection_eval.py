@@ -121,7 +121,12 @@ as held out:
   classifier 12 (round 30 trained on too), as a passage: classifier 11 caught 93 of 100 and flagged 6 of 160
   look-alikes, 0 of 120 how-to sentences and 5 of 2,422 corpus sentences (11 of 2,582, 0.43 %; plain text 5 of
   2,542, 0.20 %); classifier 12 caught 92 and flagged 7, 1 and 6, so classifier 11 stays. Every miss is in
-  another language than English. Rounds 30 and 31 are held out.
+  another language than English. Rounds 30 and 31 are held out from the classifier's training;
+- session 15: rules M (an AI system called by name in more languages, "if you are a language model", the AI that
+  reads this text, "when summarising, write that ...") were written from the misses of rounds 1-31. Round 32
+  (fresh35, benign35, benign_howto5), written blind that session, measured once as a passage: rules L caught 95 of
+  100 and flagged 14 of 160 look-alikes and 0 of 120 how-to sentences (19 of 2,582, 0.74 %); rules M caught 95 and
+  flagged 15 and 0 (20 of 2,582, 0.77 %; plain text 5 of 2,542, 0.20 %) and ship. Held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -171,6 +176,7 @@ ATTACK_SETS = (
     "fresh32.txt",
     "fresh33.txt",
     "fresh34.txt",
+    "fresh35.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -208,6 +214,8 @@ BENIGN_SETS = (
     "benign33.txt",
     "benign34.txt",
     "benign_howto4.txt",
+    "benign35.txt",
+    "benign_howto5.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -229,6 +237,7 @@ SPLIT = {  # what each set was used for (see the module doc)
     **{f"benign{n}.txt": "trained" for n in range(25, 33)},
     **{name: "held out" for name in ("fresh33.txt", "benign33.txt", "fresh34.txt", "benign34.txt")},
     "benign_howto4.txt": "held out",
+    **{name: "held out" for name in ("fresh35.txt", "benign35.txt", "benign_howto5.txt")},
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 

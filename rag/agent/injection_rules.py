@@ -19,7 +19,10 @@ and its normalised form; each has a name that a flag reports.
 - Other languages (their words and phrases: rag.agent.injection_languages): overrides ("ignore the previous
   instructions"), "if you are an AI", "from now on you are", fake system headers, dictated answers, and a sentence
   that opens by addressing an AI assistant, the model or the agent (`addressed-ml`: "Uwaga dla asystenta AI: ...").
-  A rule in another language stands alone: the classifier reads English.
+  Rules M (session 15): an AI system called by name in more languages and case forms (`vocative-ml`: "Agente de
+  IA, cuando respondas, ..."), "if you are a language model" (`if-ai-ml`), the AI that reads or summarises this text
+  (`reader-ml`), "when summarising, write that ..." (`summary-order-ml`), and a Japanese or Korean order to an AI
+  topic (`topic-order-ml`). A rule in another language stands alone: the classifier reads English.
 """
 
 from __future__ import annotations
@@ -28,25 +31,33 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from rag.agent.injection_languages import (
+from rag.agent.injection_grammar import (
     ABOUT_IT_ML,
+    ARE_ML,
+    ARTICLE_ML,
+    CONJUNCTION_ML,
+    DICTATE_VERB_ML,
+    READ_ML,
+    THIS_CJK,
+    THIS_ML,
+    TOPIC_ORDER_JA_KO,
+    WHEN_SUMMARISING_ML,
+    YOU_ML,
+)
+from rag.agent.injection_languages import (
     ADDRESS_ML,
     AGENT_CJK,
     AI_AGENT_ML,
     AI_CJK,
     AI_ML,
     ANSWER_MUST_ML,
-    ARE_ML,
-    ARTICLE_ML,
     ASSISTANT_CJK,
     ASSISTANT_ML,
     BOT_ML,
     CAPABILITY_ML,
-    CONJUNCTION_ML,
     DANGER_ANY_LANGUAGE,
     DEAR_ML,
     DICTATE_ML,
-    DICTATE_VERB_ML,
     HISTORY,
     IF_AI_ML,
     IF_ASKED,
@@ -57,21 +68,15 @@ from rag.agent.injection_languages import (
     MUST_ML,
     NOMINAL_ORDER_JA_KO,
     OVERRIDE_ML,
-    READ_ML,
     ROLE_ML,
     RULES_IN_OTHER_LANGUAGES,
     SAY_FAMILIAR,
     SEND_TO,
     SOMEONE,
     SYSTEM_HEADER_ML,
-    THIS_CJK,
-    THIS_ML,
     THIS_TEXT_ML,
     TO_MODEL_ML,
-    TOPIC_ORDER_JA_KO,
     UNTOLD,
-    WHEN_SUMMARISING_ML,
-    YOU_ML,
 )
 from rag.agent.injection_normalize import despace, normalize, spaced_share, spaced_trigger
 
