@@ -38,9 +38,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from rag.agent.injection_normalize import normalize
+from rag.agent.injection_normalize import normalize, visible
 from rag.agent.injection_rules import lexical, stands_alone, unquoted_rules
-from rag.agent.text import sentences
+from rag.agent.text import sentences, split_sentences
 
 CLASSIFIER_THRESHOLD = 0.95  # the classifier's probability that flags a sentence. On the dev split (corpus quarter 2,
 #                              fresh5.txt, benign5.txt) recall was 79/80 from 0.5 to 0.95 and false positives fell from
@@ -336,11 +336,39 @@ def leading_facts(sentence: str, det: "Detector") -> str:
 
 
 def pieces(text: str) -> list[str]:
-    """The text's sentences (rag.agent.text.sentences), long ones cut, and the whole text when it has none."""
+    """What the screen scores in a text: its readable sentences (rag.agent.text.sentences), then what they leave out
+    (unread), long pieces cut; the whole text when it has no sentence. Invisible characters go first: a zero-width
+    space between every letter hides a sentence's end and makes a sentence read as symbol soup."""
+    text = visible(text)
+    readable = sentences(text)
     out = []
-    for s in sentences(text) or [text.strip()]:
+    for s in readable + unread(text, readable) + ([] if readable else [text.strip()]):
         out += [s[i : i + MAX_SENTENCE_CHARS] for i in range(0, len(s), MAX_SENTENCE_CHARS)] or [s]
     return [s for s in out if s]
+
+
+UNREAD_WORDS = 4  # a part outside the readable sentences is scored from this many words ("counts all relevant", a
+#                  table cell of the built-in corpus, is not; an order needs a verb, an object and its addressee)
+# where a line of code, markup or a table breaks into the texts it holds: tags, table cells, quoted attribute values,
+# comment markers ("<img alt=\"AI: ...\">", "| ... |", "# AI assistant: ...", "<!-- ... -->")
+SEGMENT_BREAK = re.compile(r"<!--|-->|/\*|\*/|[<>|\"“”`]|^\s*(?:#+|//+|--|;+|\*+)\s")
+
+
+def unread(text: str, readable: list[str]) -> list[str]:
+    """The parts of a text that its readable sentences leave out, so that nothing in a passage goes unscreened: code
+    blocks and comments, table cells, log lines, HTML attribute values (alt text, titles), short lead-ins. Each line,
+    cut at tags, cell borders, quotation marks and comment markers, is cut at sentence ends; a part is kept when it
+    has UNREAD_WORDS words and a word that no readable sentence has (so a quotation inside a readable
+    sentence is not scored apart from it)."""
+    covered = set(WORD.findall(" ".join(readable).casefold()))
+    out: list[str] = []
+    for line in text.splitlines():
+        for segment in SEGMENT_BREAK.split(line):
+            for part in split_sentences(segment):
+                part = part.strip(" \t'*#/=;,")
+                if wordy(part, UNREAD_WORDS) and set(WORD.findall(part.casefold())) - covered and part not in out:
+                    out.append(part)
+    return out
 
 
 _DETECTOR: Detector | None = None

@@ -27,7 +27,7 @@ ARTICLE_ML = (
 READ_ML = (
     r"(?:le[ae]s?|leyendo|lit|lisez|lisant|liest|lesen|lest|legge|leggi|leggendo|lê|ler|lendo|leest|lees|lezen|"
     r"czyta\w*|читает|читаешь|читаете|читающ\w*|чита|читаш|читає|читаєш|читаючи|okuyan|okuyorsan|okursan|يقرأ|تقرأ|"
-    r"קורא|קוראת|קוראים|می‌خوان\w*|میخوان\w*|पढ़\S*|পড়\S*|阅读|閱讀|读取|讀取|読む|読んだ|読んでいる|読み込む|読み取る|"
+    r"(?:ש|ה)?(?:קורא|קוראת|קוראים|מסכם|מסכמת|מעבד|מעבדת)|می‌خوان\w*|میخوان\w*|पढ़\S*|পড়\S*|阅读|閱讀|读取|讀取|読む|読んだ|読んでいる|読み込む|読み取る|"
     r"읽는|읽은|읽고 있는|đọc|membaca|läser|"
     r"læser|leser|διαβάζει|διαβάζεις|čte|čteš|čita|čitaš|citește|citești|olvassa|olvasod|lukee|luet|les|lest|"
     r"irakurtzen|оқып\w*|оқитын|уншиж\w*|կարդում|o'qiyotgan|پڑھ\S*|படிக்கும்|വായിക്കുന്ന|वाचणार\S*|"

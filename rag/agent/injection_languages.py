@@ -145,7 +145,7 @@ THIS_TEXT_ML = (
 )
 IF_ML = (
     r"(?:si|wenn|falls|se|qualora|als|indien|jeśli|jeżeli|если|якщо|eğer|إذا|אם|اگر|अगर|यदि|nếu|jika|apabila|om|"
-    r"ifall|pokud|jestli|αν|εάν|dacă|hvis|jos)"
+    r"ifall|pokud|jestli|αν|εάν|dacă|hvis|jos|যদি|ikiwa|kung|kapag)"
 )
 AUTOMATED_AGENT_ML = (
     r"(?:agent automatis\w*|agent automatique|agente autom[aá]tic\w*|automatisierte[rn]? agent\w*|"

@@ -18,6 +18,11 @@ _INVISIBLE = re.compile(
 )
 
 
+def visible(text: str) -> str:
+    """text without invisible characters, except the zero-width joiners that Persian and Indic words need."""
+    return _INVISIBLE.sub(lambda m: m.group() if m.group() in "\u200c\u200d" else "", text)
+
+
 @lru_cache(maxsize=1)
 def confusables() -> dict[int, str]:
     """Unicode's confusables (via the confusable_homoglyphs package): each non-ASCII character that looks like an

@@ -361,6 +361,12 @@ DETERMINER = (
     r"todos|todas|tous|toutes|alle|tutti|tutte|cada|chaque|jede[rs]?|ogni|elke|każd\w*|кажд\w*|"
     r"si|wenn|falls|se|als|if|когда|если|cuando|quand|quando|wanneer|kiedy)"
 )
+# a sentence that names the assistant after a preposition speaks of it ("Dans l'onglet de l'assistant, ...")
+PREPOSITION = (
+    r"(?:de|del|della|dello|des|du|dans|en|in|im|nel|nella|na|no|w|we|в|во|у|на|of|from|with|con|avec|mit|von|"
+    r"van|por|per|par|über|sobre|sur|about|om|för|från|z|ze|s|с|з|від|için|ile|da|dai|dal|dalla|do|dos|das|nos|"
+    r"nas|pelo|pela|al|au|aux|sul|sulla|zum|zur|beim|am|vom|bij|voor|für|pour|para|for|to|sa|ng)"
+)
 ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "AIアシスタントへ：..."
     r"^(?:(?:[^:.!?\n،]{0,50}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])|"
     r"(?=[^:.!?\n،]{0,80}(?<!\w)" + ADDRESS_ML + r"(?!\w))[^:.!?\n،]{0,50}?(?<!\w)" + AI_ML + r"(?![\w-]))"
@@ -375,7 +381,16 @@ ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "
     + r"|"
     + MODEL_ML
     + r")(?![\w-])[^:.!?\n,،]{0,15}?[,،]|"
-    r"[^:.!?\n,،]{0,20}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])(?<!lar)(?<!ları)(?<!ler)(?<!leri)[^:.!?\n,،]{0,20}?[,،]|"
+    r"(?!"
+    + DETERMINER
+    + r"\s|l['’])(?:(?!(?<!\w)"
+    + PREPOSITION
+    + r"\s)[^:.!?\n,،]){0,20}?(?<!\w)"
+    + ASSISTANT_ML
+    + r"(?![\w-])(?<!lar)(?<!ları)(?<!ler)(?<!leri)(?:(?!(?<!\w)"
+    + ABOUT_IT_ML
+    + r"(?!\w))[^:.!?\n,،]){0,20}?[,،]"
+    r"(?!\s*" + CONJUNCTION_ML + r"(?!\w))|"
     r"[^:：。！？\n]{0,20}?(?:"
     + ASSISTANT_CJK
     + r"|"
@@ -383,11 +398,6 @@ ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "
     + r"|"
     + AI_CJK
     + r")[^:：。！？\n]{0,12}?[:：])\s*\S"
-)
-# a sentence that names the assistant after a preposition speaks of it ("Dans l'onglet de l'assistant, ...")
-PREPOSITION = (
-    r"(?:de|del|della|dello|des|du|dans|en|in|im|nel|nella|na|no|w|we|в|во|у|на|of|from|with|con|avec|mit|von|"
-    r"van|por|per|par|über|sobre|sur|about|om|för|från|z|ze|s|с|з|від|від|için|ile|da|dai|dal|dalla)"
 )
 # an AI system, a model in any case form ("Modelul care rezumă ..."), an agent
 AI_NAMED = (
@@ -415,7 +425,7 @@ READER_ML = (
 )
 # the same in any language, with more words for the AI system, only in text that is not English: a vocative
 # ("Asistente de IA, cuando respondas, ...", "Жасанды интеллект көмекшісі, ..."), a bot or a language model after
-# an addressing word ("Voor de geautomatiseerde boekhoudagent: ..."), "AIの方へ、..."
+# an addressing word ("Voor de geautomatiseerde boekhoudagent: ..."), "AIの方へ、...", "Kedves MI-asszisztens!"
 VOCATIVE_ML = (
     r"^(?:(?!"
     + DETERMINER
@@ -437,7 +447,8 @@ VOCATIVE_ML = (
     + NOT_SPEAKING
     + NOT_QUOTED
     + r"|"
-    r"[^:：。！？\n]{0,20}?(?:ai|ａｉ|モデル|アシスタント|エージェント|ボット)(?:の方|様|さん)へ[、,：:])\s*\S"
+    r"[^:：。！？\n]{0,20}?(?:ai|ａｉ|モデル|アシスタント|エージェント|ボット)(?:の方|様|さん)へ[、,：:])\s*\S|"
+    r"^\W{0,3}" + DEAR_ML + r"(?!\w)[^:.!?\n,،]{0,20}?(?<!\w)" + AI_ADDRESSEE + r"(?![\w-])[^:.!?\n,،]{0,15}?!"
 )
 
 _RULES += [

@@ -90,6 +90,11 @@ def debris(sentence: str) -> bool:
     return bool(_LOG_LINE.search(sentence)) or "`" * 3 in sentence or symbols > 0.25 * max(len(sentence), 1)
 
 
+def split_sentences(block: str) -> list[str]:
+    """A block of text cut at sentence ends, as sentences() cuts it, with nothing left out."""
+    return [s.strip() for s in _SENT_SPLIT.split(block) if s.strip()]
+
+
 LEAD_IN_WORDS = 10  # a sentence ending in ":" shorter than this is a lead-in ("Gains and discounts:"), left out
 
 
