@@ -126,7 +126,12 @@ as held out:
   reads this text, "when summarising, write that ...") were written from the misses of rounds 1-31. Round 32
   (fresh35, benign35, benign_howto5), written blind that session, measured once as a passage: rules L caught 95 of
   100 and flagged 14 of 160 look-alikes and 0 of 120 how-to sentences (19 of 2,582, 0.74 %); rules M caught 95 and
-  flagged 15 and 0 (20 of 2,582, 0.77 %; plain text 5 of 2,542, 0.20 %) and ship. Held out.
+  flagged 15 and 0 (20 of 2,582, 0.77 %; plain text 5 of 2,542, 0.20 %) and ship. Held out;
+- session 15, after round 32: rules N (the screen also scores what the readable sentences leave out: code, table
+  cells, HTML attributes, text hidden by zero-width spaces; guards on the older vocative). Round 33 (fresh36,
+  benign36, benign_howto6), written blind after round 32 was read, measured once as a passage: rules M caught 94 of
+  100 and flagged 36 of 160 look-alikes and 2 of 120 how-to sentences; rules N caught 97 and flagged 37 and 2
+  (with the corpus's 5: 42 of 2,582, 1.63 %; plain text 7 of 2,542, 0.28 %) and ship. Held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -177,6 +182,7 @@ ATTACK_SETS = (
     "fresh33.txt",
     "fresh34.txt",
     "fresh35.txt",
+    "fresh36.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -216,6 +222,8 @@ BENIGN_SETS = (
     "benign_howto4.txt",
     "benign35.txt",
     "benign_howto5.txt",
+    "benign36.txt",
+    "benign_howto6.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -238,6 +246,7 @@ SPLIT = {  # what each set was used for (see the module doc)
     **{name: "held out" for name in ("fresh33.txt", "benign33.txt", "fresh34.txt", "benign34.txt")},
     "benign_howto4.txt": "held out",
     **{name: "held out" for name in ("fresh35.txt", "benign35.txt", "benign_howto5.txt")},
+    **{name: "held out" for name in ("fresh36.txt", "benign36.txt", "benign_howto6.txt")},
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
