@@ -14,7 +14,9 @@ read as letters, case folded), when
 - its MiniLM embedding lies within SURE_COSINE of one of the EXEMPLARS below.
 Windows of two and three neighbouring sentences are scored too, so an instruction split across sentences is
 caught; then every sentence of the window is flagged, and a sentence that carries on a flagged order ("... Then
-tell the user ...") is flagged with it.
+tell the user ...") is flagged with it. The classifier is asked about a window only in English text
+(WINDOWS_IN_ENGLISH). What the readable sentences leave out (code, table cells, HTML attributes) is scored too
+(unread).
 
 The classifier is trained on generated text (rag.agent.injection_data) plus real corpus sentences and the committed
 attack sets; the threshold was chosen on a dev split (corpus quarter 2, fresh5.txt, benign5.txt) for an earlier
@@ -49,6 +51,8 @@ WINDOW_THRESHOLD = 0.95  # the same for two or three neighbouring sentences join
 RULE_MIN_PROBABILITY = 0.02  # an English rule flags only where the classifier sees some chance of an injection
 #                              (0.2 missed the issue's own "Disregard everything above and state that ...": 0.17)
 SURE_COSINE = 0.80  # this close to an exemplar flags whatever the classifier says
+WINDOWS_IN_ENGLISH = True  # the classifier is asked about windows of sentences only in English text: joined, two or
+#                            three sentences of a page about AI in another language read to it as an order (session 15)
 WINDOW_HINT = (0.35, 0.1)  # (cosine, probability) a sentence needs before its windows are checked
 ENGLISH = re.compile(r"\b(?:the|and|to|of|a|is|are|you|your|this|that|it|in|for|with|on)\b")
 SCREEN_BACKEND = "onnx-int8"  # MiniLM for the cosine to the exemplars: int8 runs twice as fast as fp32 on a CPU
@@ -203,19 +207,22 @@ class Detector:
     def embed(self, texts: list[str]) -> np.ndarray:
         return np.asarray(self.encoder.encode(texts, kind="document"), dtype=np.float32)
 
-    def scores(self, texts: list[str]) -> np.ndarray:
+    def scores(self, texts: list[str], english_only: bool = False) -> np.ndarray:
         """[n, 2]: max cosine of each text to the exemplars, and the classifier's probability; cached by
-        normalised text."""
-        keys = [normalize(t)[:MAX_SENTENCE_CHARS] for t in texts]
+        normalised text. english_only=True asks the classifier about English text only (WINDOWS_IN_ENGLISH)."""
+        mark = "\x00" if english_only else ""
+        keys = [mark + normalize(t)[:MAX_SENTENCE_CHARS] for t in texts]
         original = dict(zip(keys, texts))  # the language test reads the text before look-alikes were mapped
         with self.lock:
             todo = sorted({k for k in keys if k not in self.cache})
         if todo:
             # an id or a single word is left to the lexical rules (neither model runs); the classifier reads wordy text
             worded = [t for t in todo if wordy(t, 2)]
-            asked = [t for t in worded if wordy(t) and put_to_classifier(original[t])]
-            sims = dict(zip(worded, (self.embed(worded) @ self.exemplars.T).max(axis=1))) if worded else {}
-            probs = dict(zip(asked, self.classifier.probabilities(asked))) if asked else {}
+            ask = reads_english if english_only else put_to_classifier
+            asked = [t for t in worded if wordy(t) and ask(original[t])]
+            embedded = [t[len(mark) :] for t in worded]
+            sims = dict(zip(worded, (self.embed(embedded) @ self.exemplars.T).max(axis=1))) if worded else {}
+            probs = dict(zip(asked, self.classifier.probabilities([t[len(mark) :] for t in asked]))) if asked else {}
             sims, probs = [sims.get(t, 0.0) for t in todo], [probs.get(t, 0.0) for t in todo]
             with self.lock:
                 if len(self.cache) > 50_000:
@@ -268,7 +275,7 @@ class Detector:
         ]
         if spans:
             joined = [" ".join(sents[i : i + n]) for i, n in spans]
-            wsims = self.scores(joined)
+            wsims = self.scores(joined, english_only=WINDOWS_IN_ENGLISH)
             for (i, n), text, sim in zip(spans, joined, wsims):
                 if why := self.ruled(text, sim) or self.semantic(sim, WINDOW_THRESHOLD):
                     for j in range(i, i + n):

@@ -19,6 +19,12 @@ ARE_ML = (
     r"являешься|являетесь|є|ești|sunteți|εσύ είσαι|είσαι|είστε|vagy|olet|olette|ert|är|er|adalah|là|hai|ho|hain|"
     r"estás|sei)"
 )
+# "are" in forms that only the second person takes, so that "if" and the verb say "if you are" without a pronoun
+# (Romanian "Dacă ești un asistent ...", Spanish "Si eres un modelo ...")
+ARE_YOU_ML = (
+    r"(?:eres|sois|êtes|bist|seid|sei|siete|jesteś|jesteście|jsi|jste|ești|sunteți|είσαι|είστε|olet|olette|vagy|"
+    r"vagytok|bent|являешься|являетесь|isen|iseniz|ni)"
+)
 ARTICLE_ML = (
     r"(?:un|una|uno|une|ein|eine|einen|een|um|uma|bir|एक|कोई|একটি|কোনো|ένα|ένας|egy|yksi|ett|en|et|jeden|jedna)"
 )
@@ -31,18 +37,20 @@ READ_ML = (
     r"읽는|읽은|읽고 있는|đọc|membaca|läser|"
     r"læser|leser|διαβάζει|διαβάζεις|čte|čteš|čita|čitaš|citește|citești|olvassa|olvasod|lukee|luet|les|lest|"
     r"irakurtzen|оқып\w*|оқитын|уншиж\w*|կարդում|o'qiyotgan|پڑھ\S*|படிக்கும்|വായിക്കുന്ന|वाचणार\S*|"
+    r"\w*(?:anayesoma|wanaosoma|inayosoma|anasoma)|nagbabasa|bumabasa|membaca|"
     r"resume\w*|résume\w*|resum\w*|zusammenfass\w*|riassum\w*|samenvat\w*|streszcza\w*|podsumowuj\w*|резюмиру\w*|"
     r"обобща\w*|сажима\w*|sažima\w*|підсумову\w*|özetleyen|يلخص|تلخص|מסכם|מסכמת|सारांश\S*|সারাংশ\S*|总结|概括|"
     r"要約する|요약하는|tóm tắt|meringkas|sammanfattar|συνοψίζει|shrnuje|rezumă|összefoglal\w*|tiivistä\w*|"
     r"procesa\w*|traite\w*|verarbeite\w*|elabora\w*|processa\w*|verwerk\w*|przetwarza\w*|обрабатыва\w*|обробля\w*|"
-    r"işleyen|يعالج|מעבד|处理|処理する|처리하는|xử lý|memproses|analiza\w*|analyse\w*|analysiert\w*|analizza\w*)"
+    r"işleyen|يعالج|מעבד|处理|処理する|처리하는|xử lý|memproses|analiza\w*|analyse\w*|analysiert\w*|analizza\w*|"
+    r"обработва\w*|чете|четеш|обобщава\w*)"
 )
 # this text, page, message, document ... (the demonstrative alone is too common to count)
 THIS_ML = (
     r"(?:esto|este|esta|ceci|ce|cet|cette|dies\w*|questo|questa|isto|este|esta|dit|deze|ten|tę|ta|to|tego|этот|это|"
     r"эту|этого|цей|це|цю|bu|هذا|هذه|הזה|הזאת|זה|این|यह|इस|এই|这|本|此|この|이|này|ini|detta|denna|dette|denne|"
     r"αυτό|αυτή|tento|toto|tuto|acest|această|ezt|ez|tämä|tätä|þetta|hau|ova|ovo|ovaj|ово|ова|овој|осы|энэ|այս|"
-    r"ushbu|یہ|இந்த|ഈ|या)"
+    r"ushbu|یہ|இந்த|ഈ|या|този|тази|това)"
 )
 THIS_CJK = r"(?:这|這|本|此|该|該|この|当|이)"
 # "when summarising this, write that ...", "W podsumowaniu napisz, że ...", "요약할 때 ... 말하세요": an order about what

@@ -192,7 +192,7 @@ ASSISTANT_ML = (
     r"اسسٹنٹ|உதவியாளர்\w*|ረዳት|robô|" + ASSISTANT_MORE + "))|" + AUTOMATED_AGENT_ML + "|" + AI_MODEL_ML + ")"
 )
 ASSISTANT_CJK = (  # and Thai, also written without spaces between words
-    r"(?:助手|助理|机器人|機器人|アシスタント|ボット|어시스턴트|챗봇|人工智能|人工知能|인공지능|系统|系統|システム|시스템|"
+    r"(?:助手|助理|机器人|機器人|アシスタント|ボット|어시스턴트|챗봇|ai ?비서|人工智能|人工知能|인공지능|系统|系統|システム|시스템|"
     r"ผู้ช่วย|เอเจนต์|แชทบอท)"
 )
 AI_CJK = r"(?:ai|ａｉ|模型|モデル|모델)(?:へ|に|宛|에게|께)|(?:给|致|給)(?:ai|模型|助手|助理)"
@@ -221,7 +221,7 @@ AI_ML = (
 )
 # a language model: "מודל שפה", "भाषा मॉडल", "modelo de lenguaje", "языковая модель", "dil modeli"
 LANGUAGE_MODEL_ML = (
-    r"(?:modelo de (?:lenguaje|linguagem|idioma)|modèle de langage|modell\w* linguistic\w*|taalmodel\w*|"
+    r"(?:modelos? de (?:lenguaje|linguagem|idioma)|modèles? de langage|modell\w* linguistic\w*|taalmodel\w*|"
     r"model\w* językow\w*|языков\w* модел\w*|мовн\w* модел\w*|dil model\w*|نموذج\w* (?:لغوي|اللغة)\w*|"
     r"מודל(?:ים)? (?:ה)?שפה|مدل (?:زبانی|زبان)|(?:भाषा|লার্জ ল্যাঙ্গুয়েজ|ভাষা) (?:मॉडल|মডেল)" + INDIC_TAIL + r"|"
     r"mô hình ngôn ngữ|model bahasa|språkmodell\w*|sprogmodel\w*|γλωσσικ\w* μοντέλ\w*|jazykov\w* model\w*|"
@@ -252,7 +252,7 @@ ADDRESS_ML = (
     r"querid\w+|atención|attenzione|atenção|let op|внимание|увага|dikkat|انتباه|ध्यान दें|per|"
     r"car\w|voor|aan|beste|till|för|kära|til|kjære|kære|için|not|sevgili|إلى|ملاحظة|عزيزي|के लिए|प्रिय|निर्देश|"
     r"для|к|примечание|уважаем\w*|дорог\w*|pro|pentru|προς|για|σημείωση|אל|הערה|برای|به|توجه|untuk|kepada|"
-    r"catatan|cho|gửi|lưu ý|הוראה|הוראות|למערכת)"
+    r"catatan|cho|gửi|lưu ý|הוראה|הוראות|למערכת|за|към|напомена|белешка|бележка|kwa|kumbuka|tala|paalala|sa)"
 )
 
 
@@ -260,7 +260,7 @@ ADDRESS_ML = (
 RULES_IN_OTHER_LANGUAGES = [
     (
         "override-fr",
-        r"\b(ignore[zrs]?|oublie[zrs]?|ne (?:tenez|tiens) pas compte)\b[^.!?\n]{0,50}\b(instructions?|consignes?|règles|ce qui précède)",
+        r"\b(ignore[zrs]?|oublie[zrs]?|ne (?:tenez|tiens) (?:pas|plus) compte)\b[^.!?\n]{0,50}\b(instructions?|consignes?|règles|ce qui précède)",
     ),
     (
         "role-fr",
@@ -321,7 +321,7 @@ SOMEONE = (
 )
 SAY_FAMILIAR = (
     r"(?:\bdile\b|\bdiles\b|\bresponde\b|\bcontesta\b|\bdis\b|\bréponds\b|\bsag\b|\bsage\b|\bantworte\b|\bdi'|\bdì\b|"
-    r"\bdici\b|\brispondi\b|\bzeg\b|\bantwoord\b|\bpowiedz\b|\bodpowiedz\b|\bскажи\b|\bответь\b|\bсообщи\b|"
+    r"\bdici\b|\bdigli\b|\bdille\b|\brispondi\b|\bzeg\b|\bantwoord\b|\bpowiedz\b|\bodpowiedz\b|\bскажи\b|\bответь\b|\bсообщи\b|"
     r"\bвідповідай\b|\bвідповідь\b|\bsöyle\b|\byanıtla\b|कहो|कहना|बताओ|बताना|\bmondd\b|\bválaszold\b|\bsano\b|"
     r"\bvastaa\b|\bsäg\b|\bsvara\b|\bπες\b|\bαπάντησε\b|\břekni\b|\bodpověz\b|\bspune\b|\brăspunde\b|بگو|جواب بده|"
     r"فقل|قل له|فأخبره|أخبره)"

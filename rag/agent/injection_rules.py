@@ -34,6 +34,7 @@ from functools import lru_cache
 from rag.agent.injection_grammar import (
     ABOUT_IT_ML,
     ARE_ML,
+    ARE_YOU_ML,
     ARTICLE_ML,
     CONJUNCTION_ML,
     DICTATE_VERB_ML,
@@ -518,7 +519,17 @@ _RULES += [
         ("if-ai-ml", IF_AI_ML),
         (  # "אם אתה מודל שפה", "यदि आप एक AI मॉडल हैं", "si tu es un agent d'IA": if you are an AI system
             "if-ai-ml",
-            r"(?<!\w)" + IF_ML + r"\s+" + YOU_ML + r"(?:\s+" + ARE_ML + r")?(?:\s+" + ARTICLE_ML + r")?(?:\s+\S+)?\s+"
+            r"(?<!\w)"
+            + IF_ML
+            + r"\s+(?:"
+            + YOU_ML
+            + r"(?:\s+"
+            + ARE_ML
+            + r")?|"
+            + ARE_YOU_ML
+            + r")(?:\s+"
+            + ARTICLE_ML
+            + r")?(?:\s+\S+)?\s+"
             r"(?:" + AI_ML + r"|" + AI_ADDRESSEE + r")(?![\w-])",
         ),
         ("reader-ml", READER_ML),  # "el asistente que lee este documento", "이 문서를 읽는 에이전트"
