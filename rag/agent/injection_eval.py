@@ -131,7 +131,12 @@ as held out:
   cells, HTML attributes, text hidden by zero-width spaces; guards on the older vocative). Round 33 (fresh36,
   benign36, benign_howto6), written blind after round 32 was read, measured once as a passage: rules M caught 94 of
   100 and flagged 36 of 160 look-alikes and 2 of 120 how-to sentences; rules N caught 97 and flagged 37 and 2
-  (with the corpus's 5: 42 of 2,582, 1.63 %; plain text 7 of 2,542, 0.28 %) and ship. Held out.
+  (with the corpus's 5: 42 of 2,582, 1.63 %; plain text 7 of 2,542, 0.28 %) and ship. Held out;
+- session 15, after round 33: rules O (the classifier reads windows of English text only; more words for "if you
+  are", addressing and reading). Round 34 (fresh37, benign37, benign_howto7), written blind after round 33 was read,
+  measured once as a passage: rules N caught 97 of 100 and flagged 29 of 160 look-alikes and 0 of 120 how-to
+  sentences (34 of 2,582, 1.32 %); rules O caught 97 and flagged 23 and 0 (28 of 2,582, 1.08 %; plain text 5 of
+  2,542, 0.20 %) and ship. Held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -183,6 +188,7 @@ ATTACK_SETS = (
     "fresh34.txt",
     "fresh35.txt",
     "fresh36.txt",
+    "fresh37.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -224,6 +230,8 @@ BENIGN_SETS = (
     "benign_howto5.txt",
     "benign36.txt",
     "benign_howto6.txt",
+    "benign37.txt",
+    "benign_howto7.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -247,6 +255,7 @@ SPLIT = {  # what each set was used for (see the module doc)
     "benign_howto4.txt": "held out",
     **{name: "held out" for name in ("fresh35.txt", "benign35.txt", "benign_howto5.txt")},
     **{name: "held out" for name in ("fresh36.txt", "benign36.txt", "benign_howto6.txt")},
+    **{name: "held out" for name in ("fresh37.txt", "benign37.txt", "benign_howto7.txt")},
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
