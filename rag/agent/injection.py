@@ -365,8 +365,8 @@ def unread(text: str, readable: list[str]) -> list[str]:
     """The parts of a text that its readable sentences leave out, so that nothing in a passage goes unscreened: code
     blocks and comments, table cells, log lines, HTML attribute values (alt text, titles), short lead-ins. Each line,
     cut at tags, cell borders, quotation marks and comment markers, is cut at sentence ends; a part is kept when it
-    has UNREAD_WORDS words and a word that no readable sentence has (so a quotation inside a readable
-    sentence is not scored apart from it)."""
+    has UNREAD_WORDS words and a word that no readable sentence has (so a quotation inside a readable sentence is
+    not scored apart from it)."""
     covered = set(WORD.findall(" ".join(readable).casefold()))
     out: list[str] = []
     for line in text.splitlines():
