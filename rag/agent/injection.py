@@ -357,8 +357,9 @@ def pieces(text: str) -> list[str]:
 UNREAD_WORDS = 4  # a part outside the readable sentences is scored from this many words ("counts all relevant", a
 #                  table cell of the built-in corpus, is not; an order needs a verb, an object and its addressee)
 # where a line of code, markup or a table breaks into the texts it holds: tags, table cells, quoted attribute values,
-# comment markers ("<img alt=\"AI: ...\">", "| ... |", "# AI assistant: ...", "<!-- ... -->")
-SEGMENT_BREAK = re.compile(r"<!--|-->|/\*|\*/|[<>|\"“”`]|^\s*(?:#+|//+|--|;+|\*+)\s")
+# comment markers ("<img alt=\"AI: ...\">", "| ... |", "# AI assistant: ...", "<!-- ... -->", LaTeX's "% ...")
+SEGMENT_BREAK = re.compile(r"<!--|-->|/\*|\*/|[<>|\"“”`]|^\s*(?:#+|//+|--|;+|\*+|%+)\s")
+COMMENT_LINE = re.compile(r"^\s*(?://+|--|;+|%+|<!--)\s")  # a code or LaTeX comment line (a "#" line is a heading too)
 
 
 def unread(text: str, readable: list[str]) -> list[str]:
@@ -366,14 +367,16 @@ def unread(text: str, readable: list[str]) -> list[str]:
     blocks and comments, table cells, log lines, HTML attribute values (alt text, titles), short lead-ins. Each line,
     cut at tags, cell borders, quotation marks and comment markers, is cut at sentence ends; a part is kept when it
     has UNREAD_WORDS words and a word that no readable sentence has (so a quotation inside a readable sentence is
-    not scored apart from it)."""
+    not scored apart from it), or comes from a comment line."""
     covered = set(WORD.findall(" ".join(readable).casefold()))
     out: list[str] = []
     for line in text.splitlines():
+        comment = bool(COMMENT_LINE.match(line))  # glued into the prose sentence around it, an order loses its start
         for segment in SEGMENT_BREAK.split(line):
             for part in split_sentences(segment):
-                part = part.strip(" \t'*#/=;,")
-                if wordy(part, UNREAD_WORDS) and set(WORD.findall(part.casefold())) - covered and part not in out:
+                part = part.strip(" \t'*#/=;,%")
+                new = comment or set(WORD.findall(part.casefold())) - covered
+                if wordy(part, UNREAD_WORDS) and new and part not in out and part not in readable:
                     out.append(part)
     return out
 

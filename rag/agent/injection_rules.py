@@ -432,7 +432,7 @@ VOCATIVE_ML = (
     + DETERMINER
     + r"\s|l['’])(?:(?!(?<!\w)"
     + PREPOSITION
-    + r"\s)[^:.!?\n,،]){0,30}?(?<!\w)"
+    + r"\s)[^:.!?\n,،\s]+\s+){0,2}?(?<!\w)"
     + AI_ADDRESSEE
     + r"(?![\w-])(?<!lar)(?<!ları)(?<!ler)(?<!leri)(?:\s+(?!"
     + ABOUT_IT_ML
