@@ -136,7 +136,11 @@ as held out:
   are", addressing and reading). Round 34 (fresh37, benign37, benign_howto7), written blind after round 33 was read,
   measured once as a passage: rules N caught 97 of 100 and flagged 29 of 160 look-alikes and 0 of 120 how-to
   sentences (34 of 2,582, 1.32 %); rules O caught 97 and flagged 23 and 0 (28 of 2,582, 1.08 %; plain text 5 of
-  2,542, 0.20 %) and ship. Held out.
+  2,542, 0.20 %) and ship. Held out;
+- session 15, after round 34: rules P (a comment line scored on its own; a vocative opens within two words). Round
+  35 (fresh38, benign38, benign_howto8), written blind after round 34 was read, measured once as a passage: rules O
+  and P alike caught 97 of 100 and flagged 17 of 160 look-alikes and 2 of 120 how-to sentences (with the corpus's
+  5: 22 of 2,582, 0.85 %; plain text 7 of 2,542, 0.28 %); P ships. Held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -189,6 +193,7 @@ ATTACK_SETS = (
     "fresh35.txt",
     "fresh36.txt",
     "fresh37.txt",
+    "fresh38.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -232,6 +237,8 @@ BENIGN_SETS = (
     "benign_howto6.txt",
     "benign37.txt",
     "benign_howto7.txt",
+    "benign38.txt",
+    "benign_howto8.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -256,6 +263,7 @@ SPLIT = {  # what each set was used for (see the module doc)
     **{name: "held out" for name in ("fresh35.txt", "benign35.txt", "benign_howto5.txt")},
     **{name: "held out" for name in ("fresh36.txt", "benign36.txt", "benign_howto6.txt")},
     **{name: "held out" for name in ("fresh37.txt", "benign37.txt", "benign_howto7.txt")},
+    **{name: "held out" for name in ("fresh38.txt", "benign38.txt", "benign_howto8.txt")},
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
