@@ -11,13 +11,13 @@ from __future__ import annotations
 # "you" as a subject, and "are", in the languages that write them as words
 YOU_ML = (
     r"(?:tú|tu|usted|ustedes|vous|du|sie|ihr|voi|lei|você|vocês|je|jij|u|ty|wy|pan|pani|ты|вы|ти|ви|sen|siz|أنت|"
-    r"انت|אתה|את|אתם|تو|شما|आप|तुम|তুমি|আপনি|நீ|நீங்கள்|bạn|kamu|anda|engkau|εσύ|εσείς|te|ön|sinä|te|þú|zu|"
-    r"сен|сіз|чи|та|դու|դուք|შენ|თქვენ|siz|sen|ju|ti)"
+    r"انت|אתה|את|אתם|تو|شما|आप|तुम|তুমি|আপনি|நீ|நீங்கள்|bạn|kamu|anda|engkau|εσύ|εσείς|te|ön|sinä|þú|zu|"
+    r"сен|сіз|чи|та|դու|դուք|შენ|თქვენ|ju|ti)"
 )
 ARE_ML = (
     r"(?:eres|es|sois|son|êtes|bist|sind|seid|sei|siete|è|é|és|for|fores|forem|bent|ben|jesteś|jesteście|jste|jsi|"
     r"являешься|являетесь|є|ești|sunteți|εσύ είσαι|είσαι|είστε|vagy|olet|olette|ert|är|er|adalah|là|hai|ho|hain|"
-    r"estás|sei)"
+    r"estás)"
 )
 # "are" in forms that only the second person takes, so that "if" and the verb say "if you are" without a pronoun
 # (Romanian "Dacă ești un asistent ...", Spanish "Si eres un modelo ...")
@@ -33,21 +33,21 @@ ARTICLE_ML = (
 READ_ML = (
     r"(?:le[ae]s?|leyendo|lit|lisez|lisant|liest|lesen|lest|legge|leggi|leggendo|lê|ler|lendo|leest|lees|lezen|"
     r"czyta\w*|читает|читаешь|читаете|читающ\w*|чита|читаш|читає|читаєш|читаючи|okuyan|okuyorsan|okursan|يقرأ|تقرأ|"
-    r"(?:ש|ה)?(?:קורא|קוראת|קוראים|מסכם|מסכמת|מעבד|מעבדת)|می‌خوان\w*|میخوان\w*|पढ़\S*|পড়\S*|阅读|閱讀|读取|讀取|読む|読んだ|読んでいる|読み込む|読み取る|"
-    r"읽는|읽은|읽고 있는|đọc|membaca|läser|"
-    r"læser|leser|διαβάζει|διαβάζεις|čte|čteš|čita|čitaš|citește|citești|olvassa|olvasod|lukee|luet|les|lest|"
+    r"(?:ש|ה)?(?:קורא|קוראת|קוראים|מסכם|מסכמת|מעבד|מעבדת)|می‌خوان\w*|میخوان\w*|पढ़\S*|পড়\S*|"
+    r"阅读|閱讀|读取|讀取|読む|読んだ|読んでいる|読み込む|読み取る|읽는|읽은|읽고 있는|đọc|membaca|läser|"
+    r"læser|leser|διαβάζει|διαβάζεις|čte|čteš|čita|čitaš|citește|citești|olvassa|olvasod|lukee|luet|les|"
     r"irakurtzen|оқып\w*|оқитын|уншиж\w*|կարդում|o'qiyotgan|پڑھ\S*|படிக்கும்|വായിക്കുന്ന|वाचणार\S*|"
-    r"\w*(?:anayesoma|wanaosoma|inayosoma|anasoma)|nagbabasa|bumabasa|membaca|"
+    r"\w*(?:anayesoma|wanaosoma|inayosoma|anasoma)|nagbabasa|bumabasa|"
     r"resume\w*|résume\w*|resum\w*|zusammenfass\w*|riassum\w*|samenvat\w*|streszcza\w*|podsumowuj\w*|резюмиру\w*|"
-    r"обобща\w*|сажима\w*|sažima\w*|підсумову\w*|özetleyen|يلخص|تلخص|מסכם|מסכמת|सारांश\S*|সারাংশ\S*|总结|概括|"
+    r"обобща\w*|сажима\w*|sažima\w*|підсумову\w*|özetleyen|يلخص|تلخص|सारांश\S*|সারাংশ\S*|总结|概括|"
     r"要約する|요약하는|tóm tắt|meringkas|sammanfattar|συνοψίζει|shrnuje|rezumă|összefoglal\w*|tiivistä\w*|"
     r"procesa\w*|traite\w*|verarbeite\w*|elabora\w*|processa\w*|verwerk\w*|przetwarza\w*|обрабатыва\w*|обробля\w*|"
-    r"işleyen|يعالج|מעבד|处理|処理する|처리하는|xử lý|memproses|analiza\w*|analyse\w*|analysiert\w*|analizza\w*|"
+    r"işleyen|يعالج|处理|処理する|처리하는|xử lý|memproses|analiza\w*|analyse\w*|analysiert\w*|analizza\w*|"
     r"обработва\w*|чете|четеш|обобщава\w*)"
 )
 # this text, page, message, document ... (the demonstrative alone is too common to count)
 THIS_ML = (
-    r"(?:esto|este|esta|ceci|ce|cet|cette|dies\w*|questo|questa|isto|este|esta|dit|deze|ten|tę|ta|to|tego|этот|это|"
+    r"(?:esto|este|esta|ceci|ce|cet|cette|dies\w*|questo|questa|isto|dit|deze|ten|tę|ta|to|tego|этот|это|"
     r"эту|этого|цей|це|цю|bu|هذا|هذه|הזה|הזאת|זה|این|यह|इस|এই|这|本|此|この|이|này|ini|detta|denna|dette|denne|"
     r"αυτό|αυτή|tento|toto|tuto|acest|această|ezt|ez|tämä|tätä|þetta|hau|ova|ovo|ovaj|ово|ова|овој|осы|энэ|այս|"
     r"ushbu|یہ|இந்த|ഈ|या|този|тази|това)"
@@ -92,7 +92,7 @@ TOPIC_ORDER_JA_KO = (
 ABOUT_IT_ML = (
     r"(?:can|may|might|could|puede\w*|pueden|podría\w*|peut|peuvent|pourrait|kann|können|könnte\w*|può|possono|"
     r"potrebbe\w*|pode|podem|poderá|kan|kunnen|może|mogą|może być|может|могут|можуть|може|voi|voivat|có thể|"
-    r"יכול\w*|עשוי\w*|सकत\S*|সকত\S*|পারে|dapat|bisa|umí|může|mohou|poate|pot|tud\w*|kan|kann|får|μπορεί|"
+    r"יכול\w*|עשוי\w*|सकत\S*|সকত\S*|পারে|dapat|bisa|umí|může|mohou|poate|pot|tud\w*|får|μπορεί|"
     r"yapabilir|olabilir|edebilir|يمكن\w*|قد|می‌تواند|میتواند|"
     r"sometimes|often|usually|a veces|parfois|souvent|manchmal|oft|talvolta|spesso|às vezes|soms|vaak|czasem|"
     r"często|иногда|часто|інколи|іноді|bazen|genellikle|أحيانا|אלא|לפעמים|कभी-कभी|অনেক সময়|joskus|ibland|ofta|"
@@ -101,7 +101,7 @@ ABOUT_IT_ML = (
 CONJUNCTION_ML = (
     r"(?:but|so|however|pero|sino|mais|donc|alors|aber|doch|also|ma|però|quindi|perciò|mas|porém|portanto|maar|dus|"
     r"ale|więc|zatem|но|поэтому|так что|але|тому|проте|ama|fakat|bu yüzden|لكن|ولكن|لذلك|אך|אבל|לכן|लेकिन|परंतु|"
-    r"किंतु|इसलिए|কিন্তু|তাই|mutta|joten|nhưng|vì vậy|tetapi|namun|jadi|men|så|αλλά|όμως|επομένως|ale|proto|dar|"
+    r"किंतु|इसलिए|কিন্তু|তাই|mutta|joten|nhưng|vì vậy|tetapi|namun|jadi|men|så|αλλά|όμως|επομένως|proto|dar|"
     r"deci|de|ezért|y|e|et|und|and|or|o|ou|oder|als|wie|como|comme|such as|come|zoals|jak|как|як|gibi|مثل|כמו|"
     r"जैसे|par exemple|por ejemplo|zum beispiel|ad esempio|por exemplo|bijvoorbeeld|na przykład|например|наприклад|"
     r"örneğin|على سبيل المثال|לדוגמה|उदाहरण के लिए)"

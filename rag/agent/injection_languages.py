@@ -201,7 +201,7 @@ AGENT_CJK = (
 )
 # artificial intelligence in more languages, in its case forms ("вештачка интелигенцијо", "gervigreindarinnar")
 AI_MORE = (
-    r"inteligencia artificial|intelig[eê]ncia artificial|inteligen[țţ]\w* artificial\w*|inteligjenc\w* artificial\w*|"
+    r"intelig[eê]ncia artificial|inteligen[țţ]\w* artificial\w*|inteligjenc\w* artificial\w*|"
     r"intel·ligència artificial|intelixencia artificial|adimen artifizial\w*|künstliche\w* intelligenz|"
     r"искусствен\w* интеллект\w*|штучн\w* інтелект\w*|изкуствен\w* интелект\w*|вештачк\w* интелигенциј\w*|"
     r"ve[šs]ta[čc]k\w* inteligencij\w*|umjetn\w* inteligencij\w*|umetn\w* inteligenc\w*|umel\w* inteligenci\w*|"
@@ -210,7 +210,7 @@ AI_MORE = (
     r"արհեստական բանականությ\w*|ხელოვნურ\w* ინტელექტ\w*|süni intellekt\w*|مصنوعی ذہانت|ذكاء اصطناعي|"
     r"בינה מלאכותית|trí tuệ nhân tạo|kecerdasan buatan|ปัญญาประดิษฐ์|akili bandia|"
     r"artipisyal na intelihensiya|τεχνητ\w* νοημοσύν\w*|artificiell intelligens|kunstig intelligens|"
-    r"tekoäly\w*|mesterséges intelligenci\w*|yapay zek\w*|"
+    r"mesterséges intelligenci\w*|"
     r"(?:कृत्रिम बुद्धिमत्त|কৃত্রিম বুদ্ধিমত্ত|కృత్రిమ మేధ|ಕೃತಕ ಬುದ್ಧಿಮತ್ತ|കൃത്രിമ ബുദ്ധി|செயற்கை நுண்ணறிவ)" + INDIC_TAIL
 )
 AI_ML = (
