@@ -191,8 +191,12 @@ ASSISTANT_ML = (
     r"(?:tekoäly)?avustaja\w*|asszisztens\w*|chatbot\w*|copilot\w*|chatgpt|llm|בוט|לבוט|ربات|روبوت|"
     r"اسسٹنٹ|உதவியாளர்\w*|ረዳት|robô|" + ASSISTANT_MORE + "))|" + AUTOMATED_AGENT_ML + "|" + AI_MODEL_ML + ")"
 )
+# "system" in Chinese: "系统提示：" and "系统通知：" address the model, "系统维护通知：" (a maintenance notice) the reader
+SYSTEM_CJK = r"(?:系统|系統)"
 ASSISTANT_CJK = (  # and Thai, also written without spaces between words
-    r"(?:助手|助理|机器人|機器人|アシスタント|ボット|어시스턴트|챗봇|ai ?비서|人工智能|人工知能|인공지능|系统|系統|システム|시스템|"
+    r"(?:助手|助理|机器人|機器人|アシスタント|ボット|어시스턴트|챗봇|ai ?비서|人工智能|人工知能|인공지능|"
+    + SYSTEM_CJK
+    + r"|システム|시스템|"
     r"ผู้ช่วย|เอเจนต์|แชทบอท)"
 )
 AI_CJK = r"(?:ai|ａｉ|模型|モデル|모델)(?:へ|に|宛|에게|께)|(?:给|致|給)(?:ai|模型|助手|助理)"

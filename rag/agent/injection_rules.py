@@ -74,6 +74,7 @@ from rag.agent.injection_languages import (
     SAY_FAMILIAR,
     SEND_TO,
     SOMEONE,
+    SYSTEM_CJK,
     SYSTEM_HEADER_ML,
     THIS_TEXT_ML,
     TO_MODEL_ML,
@@ -93,6 +94,10 @@ NOT_SPEAKING = (
 )
 
 NOT_QUOTED = r"(?!\s*[«\"“„'‘「『])"
+
+# after "assistant:": a configuration block ("assistant:\n  name: HelpBot\n  temperature: 0.3"), two keys with
+# their values, not an order to the assistant
+NOT_MAPPING = r"(?!\s*[a-z_][\w-]*:\s*\S+\s+[a-z_][\w-]*:)"
 
 _RULES = [
     (name, re.compile(pattern, re.IGNORECASE))
@@ -136,7 +141,7 @@ _RULES = [
         ),
         (  # "Assistant: I can't open links ..." is the assistant speaking (a transcript), not an order to it
             "addressed",
-            r"^(?:assistant|ai|chatbot|model|system|llm|gpt|chatgpt)\s*(?:,|:" + NOT_SPEAKING + r")",
+            r"^(?:assistant|ai|chatbot|model|system|llm|gpt|chatgpt)\s*(?:,|:" + NOT_SPEAKING + NOT_MAPPING + r")",
         ),
         (
             "dictate",
@@ -371,9 +376,9 @@ PREPOSITION = (
 ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "AIアシスタントへ：..."
     r"^(?:(?:[^:.!?\n،]{0,50}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])|"
     r"(?=[^:.!?\n،]{0,80}(?<!\w)" + ADDRESS_ML + r"(?!\w))[^:.!?\n،]{0,50}?(?<!\w)" + AI_ML + r"(?![\w-]))"
-    r"[^:.!?\n]{0,30}?[:：፦]" + NOT_SPEAKING + NOT_QUOTED + r"|"
+    r"[^:.!?\n]{0,30}?[:：፦]" + NOT_SPEAKING + NOT_QUOTED + NOT_MAPPING + r"|"
     r"(?=[^:.!?\n،]{0,60}(?<!\w)" + ADDRESS_ML + r"(?!\w))[^:.!?\n،]{0,40}?(?<!\w)" + MODEL_ML + r"(?![\w-])"
-    r"[^:.!?\n]{0,20}?[:：]" + NOT_SPEAKING + r"|"
+    r"[^:.!?\n]{0,20}?[:：]" + NOT_SPEAKING + NOT_MAPPING + r"|"
     r"[^:.!?\n،]{0,40}?(?<!\w)" + TO_MODEL_ML + r"(?![\w-])[^:.!?\n]{0,30}?[:：]|"
     r"(?<!\w)"
     + DEAR_ML
@@ -392,13 +397,18 @@ ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "
     + ABOUT_IT_ML
     + r"(?!\w))[^:.!?\n,،]){0,20}?[,،]"
     r"(?!\s*" + CONJUNCTION_ML + r"(?!\w))|"
-    r"[^:：。！？\n]{0,20}?(?:"
+    r"[^:：。！？\n]{0,20}?(?:(?!"
+    + SYSTEM_CJK
+    + r")"
     + ASSISTANT_CJK
     + r"|"
     + AGENT_CJK
     + r"|"
     + AI_CJK
-    + r")[^:：。！？\n]{0,12}?[:：])\s*\S"
+    + r")[^:：。！？\n]{0,12}?[:：]|"
+    + r"[^:：。！？\n]{0,20}?"
+    + SYSTEM_CJK
+    + r"[^:：。！？\n]{0,2}[:：])\s*\S"  # a heading "系统维护通知：" names a system, it does not address one
 )
 # an AI system, a model in any case form ("Modelul care rezumă ..."), an agent
 AI_NAMED = (
