@@ -258,12 +258,10 @@ SPLIT = {  # what each set was used for (see the module doc)
     **{f"benign{n}.txt": "trained" for n in range(11, 25)},
     **{f"fresh{n}.txt": "trained" for n in range(25, 33)},
     **{f"benign{n}.txt": "trained" for n in range(25, 33)},
-    **{name: "held out" for name in ("fresh33.txt", "benign33.txt", "fresh34.txt", "benign34.txt")},
-    "benign_howto4.txt": "held out",
-    **{name: "held out" for name in ("fresh35.txt", "benign35.txt", "benign_howto5.txt")},
-    **{name: "held out" for name in ("fresh36.txt", "benign36.txt", "benign_howto6.txt")},
-    **{name: "held out" for name in ("fresh37.txt", "benign37.txt", "benign_howto7.txt")},
-    **{name: "held out" for name in ("fresh38.txt", "benign38.txt", "benign_howto8.txt")},
+    # rounds 30-35: held out from classifier 11, trained on by classifier 13 (session 16)
+    **{f"fresh{n}.txt": "trained" for n in range(33, 39)},
+    **{f"benign{n}.txt": "trained" for n in range(33, 39)},
+    **{f"benign_howto{n}.txt": "trained" for n in range(4, 9)},
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
