@@ -194,6 +194,8 @@ ATTACK_SETS = (
     "fresh36.txt",
     "fresh37.txt",
     "fresh38.txt",
+    "fresh39.txt",
+    "fresh40.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -239,6 +241,10 @@ BENIGN_SETS = (
     "benign_howto7.txt",
     "benign38.txt",
     "benign_howto8.txt",
+    "benign39.txt",
+    "benign_howto9.txt",
+    "benign40.txt",
+    "benign_howto10.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -262,6 +268,9 @@ SPLIT = {  # what each set was used for (see the module doc)
     **{f"fresh{n}.txt": "trained" for n in range(33, 39)},
     **{f"benign{n}.txt": "trained" for n in range(33, 39)},
     **{f"benign_howto{n}.txt": "trained" for n in range(4, 9)},
+    # rounds 36 and 37 (session 16): measured once each, held out
+    **{name: "held out" for name in ("fresh39.txt", "benign39.txt", "benign_howto9.txt")},
+    **{name: "held out" for name in ("fresh40.txt", "benign40.txt", "benign_howto10.txt")},
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
