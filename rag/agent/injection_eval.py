@@ -140,7 +140,16 @@ as held out:
 - session 15, after round 34: rules P (a comment line scored on its own; a vocative opens within two words). Round
   35 (fresh38, benign38, benign_howto8), written blind after round 34 was read, measured once as a passage: rules O
   and P alike caught 97 of 100 and flagged 17 of 160 look-alikes and 2 of 120 how-to sentences (with the corpus's
-  5: 22 of 2,582, 0.85 %; plain text 7 of 2,542, 0.28 %); P ships. Held out.
+  5: 22 of 2,582, 0.85 %; plain text 7 of 2,542, 0.28 %); P ships. Held out until session 16;
+- session 16: classifier 13 (rounds 30-35 trained on too) and rules Q (a configuration block after "assistant:" and
+  a Chinese heading that names a system address no model). Round 36 (fresh39, benign39, benign_howto9), written
+  blind, measured once as a passage: rules P caught 95 of 100 and flagged 24 of 160 look-alikes and 1 of 120 how-to
+  sentences (with the corpus's 5: 29 of 2,582, 1.12 %), rules Q the same, classifier 13 + rules Q 97, 23 and 1
+  (with the corpus's 6: 29 of 2,582): not fewer false positives, so P stayed. Round 37 (fresh40, benign40,
+  benign_howto10), written blind by another helper, measured once: P and rules Q 97, 28, 0 (33 of 2,582, 1.28 %;
+  plain text 5 of 2,542, 0.20 %); classifier 13 + rules Q 97, 25, 0 (31 of 2,582), but the test suite failed with
+  it (it flags the built-in corpus's "Bounded steps" passage, and an answer lost its citation), so classifier 11
+  + rules Q ship. Held out.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -264,10 +273,12 @@ SPLIT = {  # what each set was used for (see the module doc)
     **{f"benign{n}.txt": "trained" for n in range(11, 25)},
     **{f"fresh{n}.txt": "trained" for n in range(25, 33)},
     **{f"benign{n}.txt": "trained" for n in range(25, 33)},
-    # rounds 30-35: held out from classifier 11, trained on by classifier 13 (session 16)
-    **{f"fresh{n}.txt": "trained" for n in range(33, 39)},
-    **{f"benign{n}.txt": "trained" for n in range(33, 39)},
-    **{f"benign_howto{n}.txt": "trained" for n in range(4, 9)},
+    **{name: "held out" for name in ("fresh33.txt", "benign33.txt", "fresh34.txt", "benign34.txt")},
+    "benign_howto4.txt": "held out",
+    **{name: "held out" for name in ("fresh35.txt", "benign35.txt", "benign_howto5.txt")},
+    **{name: "held out" for name in ("fresh36.txt", "benign36.txt", "benign_howto6.txt")},
+    **{name: "held out" for name in ("fresh37.txt", "benign37.txt", "benign_howto7.txt")},
+    **{name: "held out" for name in ("fresh38.txt", "benign38.txt", "benign_howto8.txt")},
     # rounds 36 and 37 (session 16): measured once each, held out
     **{name: "held out" for name in ("fresh39.txt", "benign39.txt", "benign_howto9.txt")},
     **{name: "held out" for name in ("fresh40.txt", "benign40.txt", "benign_howto10.txt")},
