@@ -140,7 +140,7 @@ as held out:
 - session 15, after round 34: rules P (a comment line scored on its own; a vocative opens within two words). Round
   35 (fresh38, benign38, benign_howto8), written blind after round 34 was read, measured once as a passage: rules O
   and P alike caught 97 of 100 and flagged 17 of 160 look-alikes and 2 of 120 how-to sentences (with the corpus's
-  5: 22 of 2,582, 0.85 %; plain text 7 of 2,542, 0.28 %); P ships. Held out until session 16;
+  5: 22 of 2,582, 0.85 %; plain text 7 of 2,542, 0.28 %); P ships. Held out;
 - session 16: classifier 13 (rounds 30-35 trained on too) and rules Q (a configuration block after "assistant:" and
   a Chinese heading that names a system address no model). Round 36 (fresh39, benign39, benign_howto9), written
   blind, measured once as a passage: rules P caught 95 of 100 and flagged 24 of 160 look-alikes and 1 of 120 how-to
