@@ -397,7 +397,7 @@ ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "
     + ABOUT_IT_ML
     + r"(?!\w))[^:.!?\n,،]){0,20}?[,،]"
     r"(?!\s*" + CONJUNCTION_ML + r"(?!\w))|"
-    r"[^:：。！？\n]{0,20}?(?:(?!"
+    r"[^:：。！？\n]{0,20}?(?:(?:(?!"
     + SYSTEM_CJK
     + r")"
     + ASSISTANT_CJK
@@ -405,10 +405,9 @@ ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "
     + AGENT_CJK
     + r"|"
     + AI_CJK
-    + r")[^:：。！？\n]{0,12}?[:：]|"
-    + r"[^:：。！？\n]{0,20}?"
+    + r")[^:：。！？\n]{0,12}?|"
     + SYSTEM_CJK
-    + r"[^:：。！？\n]{0,2}[:：])\s*\S"  # a heading "系统维护通知：" names a system, it does not address one
+    + r"[^:：。！？\n]{0,2})[:：])\s*\S"  # a heading "系统维护通知：" names a system, it does not address one
 )
 # an AI system, a model in any case form ("Modelul care rezumă ..."), an agent
 AI_NAMED = (
