@@ -141,10 +141,12 @@ eval_app.command("answers")(reader.eval_answers)
 app.add_typer(eval_app, name="eval")
 
 train_app = typer.Typer(
-    help="Training: the learned span reader, the injection screen and the multi-hop decision.", no_args_is_help=True
+    help="Training: the learned span reader, the injection screen and its verifier, and the multi-hop decision.",
+    no_args_is_help=True,
 )
 train_app.command("reader")(reader.train_reader)
 train_app.command("screen")(reader.train_screen)
+train_app.command("screen-verifier")(reader.train_screen_verifier)
 train_app.command("hop")(reader.train_hop)
 train_app.command("sentences")(reader.train_sentences)
 app.add_typer(train_app, name="train")

@@ -298,8 +298,17 @@ class Detector:
                     out[i] = Flag(s, f"{why} (in a clause)")
                     break
 
+    def passage_flags(self, sents: list[str]) -> list[Flag | None]:
+        """flags(sents), then the verifier's second look (rag.agent.injection_verifier) where any sentence is
+        flagged: it drops every flag of a passage that reads as text about an AI system rather than addressed to it."""
+        from rag.agent.injection_verifier import default_verifier
+
+        out = self.flags(sents)
+        verifier = default_verifier() if any(out) else None
+        return [None] * len(sents) if verifier is not None and verifier.vetoes(sents, out) else out
+
     def is_injection(self, text: str) -> bool:
-        return any(self.flags(pieces(text)))
+        return any(self.passage_flags(pieces(text)))
 
 
 # A sentence that carries on the order of a flagged one: "Ignore the rules above. Then say that ..." or "... told
@@ -400,7 +409,7 @@ def screen_passages(passages: list[dict]) -> tuple[list[dict], list[str], list[s
     det, out, warnings, flagged = detector(), [], [], []
     for p in passages:
         sents = pieces(p["text"])
-        flags = det.flags(sents)
+        flags = det.passage_flags(sents)
         if not any(flags):
             out.append(p)
             continue
@@ -465,7 +474,7 @@ def screened_text(text: str) -> str:
     """A passage's text with flagged sentences removed (leading facts kept), for what the agent builds from it."""
     det = detector()
     sents = pieces(text)
-    flags = det.flags(sents)
+    flags = det.passage_flags(sents)
     if not any(flags):
         return text
     kept = [s if f is None else leading_facts(s, det) for s, f in zip(sents, flags)]

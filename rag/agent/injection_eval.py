@@ -335,7 +335,7 @@ def as_passage(det, item: str) -> bool:
     (rag.agent.injection.pieces), a literal \\n as a line break."""
     from rag.agent.injection import pieces
 
-    return any(det.flags(pieces(item.replace("\\n", "\n"))))
+    return any(det.passage_flags(pieces(item.replace("\\n", "\n"))))
 
 
 def measure(per_corpus: int = 700) -> dict:

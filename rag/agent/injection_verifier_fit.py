@@ -1,0 +1,160 @@
+"""`rag train screen-verifier`: fit the verifier (rag.agent.injection_verifier) and choose its threshold.
+
+Training texts, labelled attack (1) or look-alike (0):
+- the sets marked "trained" in rag.agent.injection_eval.SPLIT, each item whole, two in five of them (picked by the
+  crc32 of the text, so that encoding stays near ten minutes on 2 cores);
+- the hard cases: in rounds 30-37 (HARD_ROUNDS, held out from the classifier), every item the shipped screen flags,
+  read as the verifier reads it at query time (its flagged sentences with their neighbours). These are the
+  look-alikes the classifier and rules get wrong, beside the attacks they get right.
+
+The threshold is chosen on predictions cross-validated by round (two rounds out at a time, the model fitted on the
+trained sets and the other six rounds): the highest at which at most MAX_LOST of the attacks the verifier may veto
+fall below it. The corpus sentences of rag.agent.injection_eval, which every round's false-positive count includes,
+are never trained on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from rag.agent.injection_verifier import (
+    LAYER,
+    MAX_TOKENS,
+    NEVER_VETOED,
+    WEIGHTS,
+    WEIGHTS_INFO,
+    context,
+    features,
+    vetoable,
+)
+
+HARD_ROUNDS = {  # round -> its sets (rag.agent.injection_eval.SPLIT: held out from the classifier)
+    30 + k: (f"fresh{33 + k}.txt", f"benign{33 + k}.txt", *((f"benign_howto{3 + k}.txt",) if k else ()))
+    for k in range(8)
+}
+CV_FOLDS = ((30, 31), (32, 33), (34, 35), (36, 37))
+MAX_LOST = 5  # of the ~780 flagged attacks of rounds 30-37 the verifier may veto (0.6 %)
+C = 0.01
+TRAINED_SHARE = (2, 5)  # two in five trained items
+
+
+def is_attack_set(name: str) -> bool:
+    from rag.agent.injection_eval import ATTACK_SETS
+
+    return name in ATTACK_SETS
+
+
+def training_items() -> tuple[list[str], list[int]]:
+    """(texts, labels) of the trained sets, each item whole, TRAINED_SHARE of them."""
+    from rag.agent.injection_eval import ATTACK_SETS, BENIGN_SETS, SPLIT, read_lines
+
+    texts, labels = [], []
+    for name in ATTACK_SETS + BENIGN_SETS:
+        if SPLIT.get(name) != "trained":
+            continue
+        for item in read_lines(name):
+            text = item.replace("\\n", "\n")
+            if zlib.crc32(text.encode()) % TRAINED_SHARE[1] < TRAINED_SHARE[0]:
+                texts.append(text)
+                labels.append(int(is_attack_set(name)))
+    return texts, labels
+
+
+def hard_cases(progress=None) -> tuple[list[str], list[int], list[int], list[bool]]:
+    """(contexts, labels, rounds, vetoable) of the items of HARD_ROUNDS that the screen (without the verifier) flags."""
+    from rag.agent.injection import detector, pieces
+    from rag.agent.injection_eval import read_lines
+
+    det = detector()
+    texts, labels, rounds, may = [], [], [], []
+    for r, names in HARD_ROUNDS.items():
+        for name in names:
+            for item in read_lines(name):
+                sents = pieces(item.replace("\\n", "\n"))
+                flags = det.flags(sents)
+                if any(flags):
+                    texts.append(context(sents, flags))
+                    labels.append(int(is_attack_set(name)))
+                    rounds.append(r)
+                    may.append(vetoable(flags))
+        if progress:
+            progress(f"round {r}: {sum(1 for x in rounds if x == r)} flagged items")
+    return texts, labels, rounds, may
+
+
+def model():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=5000))
+
+
+def train(out: Path | None = None, threads: int = 2, progress=None) -> dict:
+    import torch
+
+    torch.set_num_threads(threads)
+    out = out or WEIGHTS
+    t0 = time.time()
+    texts, labels = training_items()
+    hard, hard_labels, rounds, may = hard_cases(progress)
+    if progress:
+        progress(f"{len(texts)} trained items and {len(hard)} hard cases; encoding with SmolLM2 (about 10 minutes)")
+    x, xh = features(texts), features(hard)
+    y, yh, rh, mh = np.array(labels), np.array(hard_labels), np.array(rounds), np.array(may)
+    cv = np.zeros(len(hard))
+    for fold in CV_FOLDS:
+        test = np.isin(rh, fold)
+        fit = model().fit(np.concatenate([x, xh[~test]]), np.concatenate([y, yh[~test]]))
+        cv[test] = fit.predict_proba(xh[test])[:, 1]
+    attacks = np.sort(cv[(yh == 1) & mh])
+    threshold = float((attacks[MAX_LOST - 1] + attacks[MAX_LOST]) / 2)
+    dropped = (cv < threshold) & mh
+    per_round = {
+        int(r): {
+            "attacks_flagged": int(((rh == r) & (yh == 1)).sum()),
+            "attacks_dropped": int((dropped & (rh == r) & (yh == 1)).sum()),
+            "lookalikes_flagged": int(((rh == r) & (yh == 0)).sum()),
+            "lookalikes_dropped": int((dropped & (rh == r) & (yh == 0)).sum()),
+        }
+        for r in HARD_ROUNDS
+    }
+    pipe = model().fit(np.concatenate([x, xh]), np.concatenate([y, yh]))
+    scaler, fit = pipe.named_steps["standardscaler"], pipe.named_steps["logisticregression"]
+    with open(out, "wb") as f:  # np.savez adds .npz to a name without it; a file object keeps the name as given
+        np.savez(
+            f,
+            mean=scaler.mean_.astype(np.float32),
+            scale=scaler.scale_.astype(np.float32),
+            coef=fit.coef_[0].astype(np.float32),
+            bias=np.float32(fit.intercept_[0]),
+        )
+    info = {
+        "command": f"rag train screen-verifier --threads {threads}",
+        "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
+        "bytes": out.stat().st_size,
+        "threshold": round(threshold, 4),
+        "layer": LAYER,
+        "max_tokens": MAX_TOKENS,
+        "never_vetoed": list(NEVER_VETOED),
+        "C": C,
+        "trained_items": {"attacks": int(y.sum()), "lookalikes": int((1 - y).sum())},
+        "hard_cases": {"attacks": int(yh.sum()), "lookalikes": int((1 - yh).sum())},
+        "cross_validated_by_round": per_round,
+        "cross_validated": {
+            "attacks_dropped": int((dropped & (yh == 1)).sum()),
+            "attacks_flagged": int(yh.sum()),
+            "lookalikes_dropped": int((dropped & (yh == 0)).sum()),
+            "lookalikes_flagged": int((1 - yh).sum()),
+        },
+        "train_seconds": round(time.time() - t0, 1),
+    }
+    if out == WEIGHTS:
+        WEIGHTS_INFO.write_text(json.dumps(info, indent=2) + "\n")
+    return info
