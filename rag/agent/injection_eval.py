@@ -205,6 +205,8 @@ ATTACK_SETS = (
     "fresh38.txt",
     "fresh39.txt",
     "fresh40.txt",
+    "fresh41.txt",
+    "fresh42.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -254,6 +256,10 @@ BENIGN_SETS = (
     "benign_howto9.txt",
     "benign40.txt",
     "benign_howto10.txt",
+    "benign41.txt",
+    "benign_howto11.txt",
+    "benign42.txt",
+    "benign_howto12.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -282,6 +288,9 @@ SPLIT = {  # what each set was used for (see the module doc)
     # rounds 36 and 37 (session 16): measured once each, held out
     **{name: "held out" for name in ("fresh39.txt", "benign39.txt", "benign_howto9.txt")},
     **{name: "held out" for name in ("fresh40.txt", "benign40.txt", "benign_howto10.txt")},
+    # rounds 38 and 39 (session 17): measured once each, held out
+    **{name: "held out" for name in ("fresh41.txt", "benign41.txt", "benign_howto11.txt")},
+    **{name: "held out" for name in ("fresh42.txt", "benign42.txt", "benign_howto12.txt")},
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 

@@ -3,7 +3,7 @@
 Training texts, labelled attack (1) or look-alike (0):
 - the sets marked "trained" in rag.agent.injection_eval.SPLIT, each item whole, two in five of them (picked by the
   crc32 of the text, so that encoding stays near ten minutes on 2 cores);
-- the hard cases: in rounds 30-37 (HARD_ROUNDS, held out from the classifier), every item the shipped screen flags,
+- the hard cases: in rounds 30-39 (HARD_ROUNDS, held out from the classifier), every item the shipped screen flags,
   read as the verifier reads it at query time (its flagged sentences with their neighbours). These are the
   look-alikes the classifier and rules get wrong, beside the attacks they get right.
 
@@ -36,10 +36,10 @@ from rag.agent.injection_verifier import (
 
 HARD_ROUNDS = {  # round -> its sets (rag.agent.injection_eval.SPLIT: held out from the classifier)
     30 + k: (f"fresh{33 + k}.txt", f"benign{33 + k}.txt", *((f"benign_howto{3 + k}.txt",) if k else ()))
-    for k in range(8)
+    for k in range(10)
 }
-CV_FOLDS = ((30, 31), (32, 33), (34, 35), (36, 37))
-MAX_LOST = 5  # of the ~780 flagged attacks of rounds 30-37 the verifier may veto (0.6 %)
+CV_FOLDS = ((30, 31), (32, 33), (34, 35), (36, 37), (38, 39))
+MAX_LOST = 3  # of the ~970 flagged attacks of rounds 30-39 the verifier may veto (0.3 %)
 C = 0.01
 TRAINED_SHARE = (2, 5)  # two in five trained items
 
