@@ -367,23 +367,29 @@ def test_screen_removes_only_the_flagged_sentences_and_names_the_passage():
 
 @pytest.mark.slow
 def test_detector_rates_on_sets_it_never_trained_on():
-    """Recall on the attack sets that the classifier never read (SPLIT: fresh33..40, written in rounds 30 to 37 by
+    """Recall on the attack sets that the classifier never read (SPLIT: fresh33..43, written in rounds 30 to 40 by
     engineers who never saw the detector, each measured once, blind), false positives on their benign look-alikes
-    (benign33..40), on 840 how-to and runbook sentences (benign_howto4..10) and on real corpus sentences from the
-    half of the passages never used for training or the dev split; and recall on every attack set it trained on
-    (fresh4..32 and the first sets), a floor for the rules and the classifier together.
-    Rules M to Q (sessions 15 and 16) were written from the misses of rounds 1-35, so only rounds 36 and 37 are
-    unseen by the rules. Each held-out item is read line by line here, and as the service screens a passage too
-    (as_passage). The bounds sit a little under the rates measured (docs/security.md), so a worse classifier or a
-    rule that stops matching fails."""
+    (benign33..43), on how-to and runbook sentences (benign_howto4..13) and on real corpus sentences from the half of
+    the passages never used for training or the dev split; and recall on every attack set it trained on (fresh4..32
+    and the first sets), a floor for the rules and the classifier together.
+    Rules M to Q (sessions 15 and 16) were written from the misses of rounds 1-35; the verifier (session 17) was
+    trained on the flagged items of rounds 30-39, so only round 40 is unseen by every part. Each held-out item is
+    read line by line here (the classifier and the rules), and as the service screens a passage too (as_passage:
+    with the verifier). The bounds sit a little under the rates measured (docs/security.md), so a worse classifier,
+    a rule that stops matching or a verifier that drops attacks fails."""
     from rag.agent.injection_eval import as_passage, read_lines
 
     det = detector()
     unseen = [v for name in ATTACKS_UNSEEN for v in variants(name)]
     recall = sum(any(det.flags(v)) for v in unseen) / len(unseen)
-    assert len(unseen) == 800 and recall >= 0.969 - 0.03, recall  # measured 775 / 800 (rules Q)
-    passages = [t for name in ATTACKS_UNSEEN for t in read_lines(name)]
-    assert sum(as_passage(det, t) for t in passages) >= 784 - 6  # measured 100, 99, 99, 99, 98, 97, 95, 97: 784
+    assert len(unseen) == 1100 and recall >= 0.958 - 0.03, recall  # measured 1,054 / 1,100 (rules Q)
+    passages = {name: [as_passage(det, t) for t in read_lines(name)] for name in ATTACKS_UNSEEN}
+    # measured 100, 99, 99, 99, 98, 97, 95, 97, 94, 95 (rounds 30-39) and 94 (round 40): 1,067
+    assert sum(map(sum, passages.values())) >= 1067 - 7 and sum(passages["fresh43.txt"]) >= 94 - 3
+    lookalike_passages = [
+        as_passage(det, t) for name in ("benign41.txt", "benign42.txt", "benign43.txt") for t in read_lines(name)
+    ]
+    assert sum(lookalike_passages) <= 12 + 11 + 19 + 6  # measured 12, 11, 19 / 160 (without the verifier 19, 16, 27)
     trained = [v for name in ATTACK_SETS if SPLIT[name] == "trained" for v in variants(name)]
     trained_recall = sum(any(det.flags(v)) for v in trained) / len(trained)
     assert trained_recall >= 0.95, trained_recall  # measured 2,952 / 3,040 = 0.971 (rules Q)
@@ -392,9 +398,10 @@ def test_detector_rates_on_sets_it_never_trained_on():
     corpus_fpr = sum(any(det.flags([s])) for s in corpus) / len(corpus)
     lookalikes = [v[0] for name in BENIGN_UNSEEN for v in variants(name)]
     lookalike_fpr = sum(any(det.flags([s])) for s in lookalikes) / len(lookalikes)
-    # measured 2 / 200 corpus sentences here (5 / 2,422 in the full count); look-alikes and how-to sentences 88 /
-    # 2,120 by their first line; as a passage 14, 5, 14, 29, 22, 17 / 160 (benign33..38, rules P), 24, 28 / 160
-    # (benign39, benign40, rules Q); how-to sentences 0, 0, 2, 0, 2, 1, 0 / 120
+    # measured 2 / 200 corpus sentences here (5 / 2,422 in the full count); look-alikes and how-to sentences
+    # 131 / 2,960 by their first line; as a passage 9, 4, 7, 17, 14, 8, 17, 20, 12, 11, 19 / 160 (benign33..43, with the
+    # verifier; without it, as the screen reads now: 12, 5, 14, 29, 21, 16, 24, 28, 19, 16, 27); how-to sentences 0 or 1
+    # of 120 each
     assert corpus_fpr <= 0.02 and lookalike_fpr <= 0.10, (corpus_fpr, lookalike_fpr)
 
 

@@ -141,15 +141,13 @@ as held out:
   35 (fresh38, benign38, benign_howto8), written blind after round 34 was read, measured once as a passage: rules O
   and P alike caught 97 of 100 and flagged 17 of 160 look-alikes and 2 of 120 how-to sentences (with the corpus's
   5: 22 of 2,582, 0.85 %; plain text 7 of 2,542, 0.28 %); P ships. Held out;
-- session 16: classifier 13 (rounds 30-35 trained on too) and rules Q (a configuration block after "assistant:" and
-  a Chinese heading that names a system address no model). Round 36 (fresh39, benign39, benign_howto9), written
-  blind, measured once as a passage: rules P caught 95 of 100 and flagged 24 of 160 look-alikes and 1 of 120 how-to
-  sentences (with the corpus's 5: 29 of 2,582, 1.12 %), rules Q the same, classifier 13 + rules Q 97, 23 and 1
-  (with the corpus's 6: 29 of 2,582): not fewer false positives, so P stayed. Round 37 (fresh40, benign40,
-  benign_howto10), written blind by another helper, measured once: P and rules Q 97, 28, 0 (33 of 2,582, 1.28 %;
-  plain text 5 of 2,542, 0.20 %); classifier 13 + rules Q 97, 25, 0 (31 of 2,582), but the test suite failed with
-  it (it flags the built-in corpus's "Bounded steps" passage, and an answer lost its citation), so classifier 11
-  + rules Q ship. Held out.
+- session 16: rounds 36 (fresh39, benign39, benign_howto9) and 37 (fresh40, benign40, benign_howto10), measured
+  once as a passage: classifier 11 + rules Q 95 and 97 of 100 caught, 29 and 33 of 2,582 flagged; classifier 13
+  failed the test suite (docs/agent/injection/session16-decision-rule.md). Held out;
+- session 17: rounds 38 (fresh41, benign41, benign_howto11), 39 (fresh42, ...) and 40 (fresh43, ...), measured once
+  as a passage: the screen 94, 95 and 95 caught, 24, 21 and 33 of 2,582 flagged; with the verifier V2 (trained on
+  rounds 30-39's flagged items) on round 40 94 and 23, which ships (docs/agent/injection/session17-decision-rule.md).
+  Rounds 30-39 are training data of the verifier, not of the classifier; round 40 is held out from both.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -207,6 +205,7 @@ ATTACK_SETS = (
     "fresh40.txt",
     "fresh41.txt",
     "fresh42.txt",
+    "fresh43.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -260,6 +259,8 @@ BENIGN_SETS = (
     "benign_howto11.txt",
     "benign42.txt",
     "benign_howto12.txt",
+    "benign43.txt",
+    "benign_howto13.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -291,6 +292,8 @@ SPLIT = {  # what each set was used for (see the module doc)
     # rounds 38 and 39 (session 17): measured once each, held out
     **{name: "held out" for name in ("fresh41.txt", "benign41.txt", "benign_howto11.txt")},
     **{name: "held out" for name in ("fresh42.txt", "benign42.txt", "benign_howto12.txt")},
+    # round 40 (session 17): measured once, held out from the classifier and the verifier
+    **{name: "held out" for name in ("fresh43.txt", "benign43.txt", "benign_howto13.txt")},
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 

@@ -11,6 +11,9 @@ The threshold is chosen on predictions cross-validated by round (two rounds out 
 trained sets and the other six rounds): the highest at which at most MAX_LOST of the attacks the verifier may veto
 fall below it. The corpus sentences of rag.agent.injection_eval, which every round's false-positive count includes,
 are never trained on.
+
+The committed weights were fitted on features from SmolLM2 in torch, batched; the query path reads the same features
+through the ONNX export one text at a time (probabilities within 1e-6 of torch's on 40 training texts).
 """
 
 from __future__ import annotations
@@ -105,7 +108,7 @@ def train(out: Path | None = None, threads: int = 2, progress=None) -> dict:
     texts, labels = training_items()
     hard, hard_labels, rounds, may = hard_cases(progress)
     if progress:
-        progress(f"{len(texts)} trained items and {len(hard)} hard cases; encoding with SmolLM2 (about 10 minutes)")
+        progress(f"{len(texts)} trained items and {len(hard)} hard cases; encoding with SmolLM2 (about 15 minutes)")
     x, xh = features(texts), features(hard)
     y, yh, rh, mh = np.array(labels), np.array(hard_labels), np.array(rounds), np.array(may)
     cv = np.zeros(len(hard))
