@@ -2,13 +2,13 @@
 
 Training texts, labelled attack (1) or look-alike (0):
 - the sets marked "trained" in rag.agent.injection_eval.SPLIT, each item whole, two in five of them (picked by the
-  crc32 of the text, so that encoding stays near ten minutes on 2 cores);
+  crc32 of the text, so that encoding stays near fifteen minutes on 2 cores);
 - the hard cases: in rounds 30-39 (HARD_ROUNDS, held out from the classifier), every item the shipped screen flags,
   read as the verifier reads it at query time (its flagged sentences with their neighbours). These are the
   look-alikes the classifier and rules get wrong, beside the attacks they get right.
 
 The threshold is chosen on predictions cross-validated by round (two rounds out at a time, the model fitted on the
-trained sets and the other six rounds): the highest at which at most MAX_LOST of the attacks the verifier may veto
+trained sets and the other eight rounds): the highest at which at most MAX_LOST of the attacks the verifier may veto
 fall below it. The corpus sentences of rag.agent.injection_eval, which every round's false-positive count includes,
 are never trained on.
 

@@ -1,6 +1,6 @@
-"""`rag train reader` (the learned span reader), `rag train screen` (the injection classifier), `rag train screen-verifier` (its second look), `rag train hop` (the
-multi-hop decision), `rag train sentences` (the answer-sentence ranker) and `rag eval answers` (what the answers
-say)."""
+"""`rag train reader` (the learned span reader), `rag train screen` (the injection classifier), `rag train
+screen-verifier` (its second look), `rag train hop` (the multi-hop decision), `rag train sentences` (the
+answer-sentence ranker) and `rag eval answers` (what the answers say)."""
 
 from __future__ import annotations
 
@@ -181,7 +181,7 @@ def _train_screen(epochs, batch, lr, threads, seed, soup, out):
 
 
 def train_screen_verifier(
-    threads: int = typer.Option(2, help="torch CPU threads."),
+    threads: int = typer.Option(2, help="torch CPU threads (for the one-time ONNX export of SmolLM2's first layers)."),
     out: Path = typer.Option(
         None, help="Where to write the weights (default: the committed rag/agent/injection_verifier.npz)."
     ),
