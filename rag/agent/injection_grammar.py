@@ -23,7 +23,7 @@ ARE_ML = (
 # (Romanian "Dacă ești un asistent ...", Spanish "Si eres un modelo ...")
 ARE_YOU_ML = (
     r"(?:eres|sois|êtes|bist|seid|sei|siete|jesteś|jesteście|jsi|jste|ești|sunteți|είσαι|είστε|olet|olette|vagy|"
-    r"vagytok|bent|являешься|являетесь|isen|iseniz|ni)"
+    r"vagytok|bent|являешься|являетесь|isen|iseniz|ni|си|сте|si|ste|esi|oled)"
 )
 ARTICLE_ML = (
     r"(?:un|una|uno|une|ein|eine|einen|een|um|uma|bir|एक|कोई|একটি|কোনো|ένα|ένας|egy|yksi|ett|en|et|jeden|jedna)"

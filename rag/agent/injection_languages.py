@@ -105,7 +105,8 @@ IF_AI_ML = (
     r"якщо (?:ти|ви) (?:\w+ )?(?:ші|мовн\w* модел\w*|асистент\w*|бот\w*|штучн\w*)|"
     r"\beğer (?:bir )?(?:yapay zek\w*|asistan\w*|dil model\w*)|(?:yapay zek\w*|asistan\w*|dil model\w*)\s*(?:isen|iseniz|san|sen)\b|"
     r"إذا كنت (?:\w+ )?(?:ذكاء اصطناعي|مساعد\w*|نموذج\w*)|"
-    r"如果你是(?:一个)?(?:人工智能|ai|助手|语言模型|机器人|模型)|もし(?:あなたが)?(?:ai|人工知能|アシスタント|言語モデル)|"
+    r"(?:如果|若|假如|倘若)(?:你|您)是(?:一个|一個|一位)?(?:人工智能|人工智慧|ai|助手|助理|语言模型|語言模型|机器人|機器人|模型)|"
+    r"(?:ถ้า|หาก)คุณ(?:เป็น)\s?(?:เอไอ|ai|ผู้ช่วย|โมเดล|แชทบอท)|もし(?:あなたが)?(?:ai|人工知能|アシスタント|言語モデル)|"
     r"(?:ai|인공지능|어시스턴트|언어 모델)(?:이|라)면"
 )
 # "from now on you are ..." and a fake system-prompt header
@@ -145,14 +146,14 @@ THIS_TEXT_ML = (
 )
 IF_ML = (
     r"(?:si|wenn|falls|se|qualora|als|indien|jeśli|jeżeli|если|якщо|eğer|إذا|אם|اگر|अगर|यदि|nếu|jika|apabila|om|"
-    r"ifall|pokud|jestli|αν|εάν|dacă|hvis|jos|যদি|ikiwa|kung|kapag)"
+    r"ifall|pokud|jestli|αν|εάν|dacă|hvis|jos|যদি|ikiwa|kung|kapag|ако|ako|ak|če|jei|jeigu|ja|kui|kama|калі|agar|ha)"
 )
 AUTOMATED_AGENT_ML = (
     r"(?:agent automatis\w*|agent automatique|agente autom[aá]tic\w*|automatisierte[rn]? agent\w*|"
     r"автоматизированн\w* агент\w*|automatyczn\w* agent\w*|otomatik ajan\w*)"
 )
 MODEL_ML = (
-    r"(?:модел[ьияі]\w*|μοντέλο\w*|modell[oaie]?|modelo|modèle|model|מודל|نموذج|मॉडल|وكيل|agente|агент\w*|ajan\w*|"
+    r"(?:модел[ьияі]\w*|μοντέλο\w*|modell[oaie]?|modelo|modèle|model|מודל|نموذج|मॉडल|मॉडेल\S*|وكيل|agente|агент\w*|ajan\w*|"
     r"agentti\w*|סוכן|एजेंट|\w+assistent\w*|\w+asystent\w*)"
 )
 # "to the model / agent / assistant" in one word (Hebrew and Arabic prefixes, the Finnish allative)
@@ -215,6 +216,9 @@ AI_MORE = (
     r"בינה מלאכותית|trí tuệ nhân tạo|kecerdasan buatan|ปัญญาประดิษฐ์|akili bandia|"
     r"artipisyal na intelihensiya|τεχνητ\w* νοημοσύν\w*|artificiell intelligens|kunstig intelligens|"
     r"mesterséges intelligenci\w*|"
+    r"нейросет\w*|нейронн\w* сет\w*|нейромереж\w*|невронн\w* мреж\w*|人工智慧|एआय|เอไอ|red(?:es)? neuronal\w*|"
+    r"réseaux? de neurones|neuronal\w* netz\w*|rede\w* neura\w*|ret[ei] neural[ei]|sie[ćc]\w* neuronow\w*|"
+    r"neura(?:al|le) netwerk\w*|sinir ağ\w*|"
     r"(?:कृत्रिम बुद्धिमत्त|কৃত্রিম বুদ্ধিমত্ত|కృత్రిమ మేధ|ಕೃತಕ ಬುದ್ಧಿಮತ್ತ|കൃത്രിമ ബുദ്ധി|செயற்கை நுண்ணறிவ)" + INDIC_TAIL
 )
 AI_ML = (
@@ -230,7 +234,9 @@ LANGUAGE_MODEL_ML = (
     r"מודל(?:ים)? (?:ה)?שפה|مدل (?:زبانی|زبان)|(?:भाषा|লার্জ ল্যাঙ্গুয়েজ|ভাষা) (?:मॉडल|মডেল)" + INDIC_TAIL + r"|"
     r"mô hình ngôn ngữ|model bahasa|språkmodell\w*|sprogmodel\w*|γλωσσικ\w* μοντέλ\w*|jazykov\w* model\w*|"
     r"model\w* (?:de )?limbaj|nyelvi modell\w*|kielimalli\w*|tungumálalíkan\w*|llm\w*|語言模型|语言模型|言語モデル|"
-    r"언어 ?모델)"
+    r"언어 ?모델|езиков\w* модел\w*|јазич\w* модел\w*|језичк\w* модел\w*|jezičk\w* model\w*|jezikovn\w* model\w*|"
+    r"kalbos model\w*|valodas model\w*|keelemudel\w*|model\w* de llenguatge|modeli wa lugha|modelo ng wika|"
+    r"โมเดลภาษา|भाषा मॉडेल\S*)"
 )
 # an agent of artificial intelligence, or an automated one: "agente de IA", "KI-Agent", "geautomatiseerde
 # boekhoudagent"
