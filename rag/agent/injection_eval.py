@@ -144,10 +144,12 @@ as held out:
 - session 16: rounds 36 (fresh39, benign39, benign_howto9) and 37 (fresh40, benign40, benign_howto10), measured
   once as a passage: classifier 11 + rules Q 95 and 97 of 100 caught, 29 and 33 of 2,582 flagged; classifier 13
   failed the test suite (docs/agent/injection/session16-decision-rule.md). Held out;
-- session 17: rounds 38 (fresh41, benign41, benign_howto11), 39 (fresh42, ...) and 40 (fresh43, ...), measured once
-  as a passage: the screen 94, 95 and 95 caught, 24, 21 and 33 of 2,582 flagged; with the verifier V2 (trained on
-  rounds 30-39's flagged items) on round 40 94 and 23, which ships (docs/agent/injection/session17-decision-rule.md).
-  Rounds 30-39 are training data of the verifier, not of the classifier; round 40 is held out from both.
+- session 17: rounds 38-40 (fresh41..43, benign41..43, benign_howto11..13), measured once as a passage: 94, 95
+  and 95 caught, 24, 21 and 33 of 2,582 flagged; with the verifier V2 (trained on rounds 30-39's flagged items)
+  round 40 94 and 23, which ships (session17-decision-rule.md). Round 40 is held out from both;
+- session 18: round 41 (fresh44, benign44, benign_howto14), measured once as a passage with and without rules R
+  (word tables widened across languages): alike, 97 of 100 caught, 19 of 2,582 flagged (0.74 %; plain text 5 of
+  2,542, 0.20 %); R ships (its rule, session18-decision-rule.md, calls it L). Held out from every part.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -206,6 +208,7 @@ ATTACK_SETS = (
     "fresh41.txt",
     "fresh42.txt",
     "fresh43.txt",
+    "fresh44.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -261,6 +264,8 @@ BENIGN_SETS = (
     "benign_howto12.txt",
     "benign43.txt",
     "benign_howto13.txt",
+    "benign44.txt",
+    "benign_howto14.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -280,20 +285,10 @@ SPLIT = {  # what each set was used for (see the module doc)
     **{f"benign{n}.txt": "trained" for n in range(11, 25)},
     **{f"fresh{n}.txt": "trained" for n in range(25, 33)},
     **{f"benign{n}.txt": "trained" for n in range(25, 33)},
-    **{name: "held out" for name in ("fresh33.txt", "benign33.txt", "fresh34.txt", "benign34.txt")},
-    "benign_howto4.txt": "held out",
-    **{name: "held out" for name in ("fresh35.txt", "benign35.txt", "benign_howto5.txt")},
-    **{name: "held out" for name in ("fresh36.txt", "benign36.txt", "benign_howto6.txt")},
-    **{name: "held out" for name in ("fresh37.txt", "benign37.txt", "benign_howto7.txt")},
-    **{name: "held out" for name in ("fresh38.txt", "benign38.txt", "benign_howto8.txt")},
-    # rounds 36 and 37 (session 16): measured once each, held out
-    **{name: "held out" for name in ("fresh39.txt", "benign39.txt", "benign_howto9.txt")},
-    **{name: "held out" for name in ("fresh40.txt", "benign40.txt", "benign_howto10.txt")},
-    # rounds 38 and 39 (session 17): measured once each, held out
-    **{name: "held out" for name in ("fresh41.txt", "benign41.txt", "benign_howto11.txt")},
-    **{name: "held out" for name in ("fresh42.txt", "benign42.txt", "benign_howto12.txt")},
-    # round 40 (session 17): measured once, held out from the classifier and the verifier
-    **{name: "held out" for name in ("fresh43.txt", "benign43.txt", "benign_howto13.txt")},
+    # rounds 30-41 (sessions 14-18): each measured once, blind, then held out from the classifier; rounds 30-39 are
+    # training data of the verifier (session 17), rounds 40 and 41 are held out from it too
+    **{f"{kind}{n}.txt": "held out" for n in range(33, 45) for kind in ("fresh", "benign")},
+    **{f"benign_howto{n}.txt": "held out" for n in range(4, 15)},
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
