@@ -369,6 +369,21 @@ UNREAD_WORDS = 4  # a part outside the readable sentences is scored from this ma
 # comment markers ("<img alt=\"AI: ...\">", "| ... |", "# AI assistant: ...", "<!-- ... -->", LaTeX's "% ...")
 SEGMENT_BREAK = re.compile(r"<!--|-->|/\*|\*/|[<>|\"“”`]|^\s*(?:#+|//+|--|;+|\*+|%+)\s")
 COMMENT_LINE = re.compile(r"^\s*(?://+|--|;+|%+|<!--)\s")  # a code or LaTeX comment line (a "#" line is a heading too)
+# A form's or a ticket's field line: a short label, a colon and a value, with no sentence end ("Subject: Refund",
+# "Skills: SQL, Python", "ርዕስ፡ የመለያ ችግር"), or a numbered header ("Ticket #5521", "Заявка №8812"). Joined into one
+# sentence with the line after it, that line's opening address ("Note to the AI agent: ...") is no longer at a
+# sentence's start, so the line after a field line is scored alone too. (Any short line would also take in test
+# code, verse and transcripts that quote attacks: on rounds 30-42, 24 look-alikes more for 3 attacks more.)
+FIELD_LINE = re.compile(
+    r"^\s*(?:[^\W\d_][^:：፡՝\n=(){}\[\]\"]{0,30}[:：፡՝]\s*\S[^\n]{0,60}|[^\n#№]{0,40}(?:#|№|nr\.?|no\.)\s?\d+[^\n]{0,20})$",
+    re.IGNORECASE,
+)
+SENTENCE_END = re.compile(r"[.!?。！？؟।։።]\s*$")
+
+
+def field_line(line: str) -> bool:
+    """Whether a line is a form's field or a numbered header with no sentence end (see FIELD_LINE)."""
+    return bool(FIELD_LINE.match(line)) and not SENTENCE_END.search(line)
 
 
 def unread(text: str, readable: list[str]) -> list[str]:
@@ -376,11 +391,13 @@ def unread(text: str, readable: list[str]) -> list[str]:
     blocks and comments, table cells, log lines, HTML attribute values (alt text, titles), short lead-ins. Each line,
     cut at tags, cell borders, quotation marks and comment markers, is cut at sentence ends; a part is kept when it
     has UNREAD_WORDS words and a word that no readable sentence has (so a quotation inside a readable sentence is
-    not scored apart from it), or comes from a comment line."""
+    not scored apart from it), or comes from a comment line or follows a field line (field_line)."""
     covered = set(WORD.findall(" ".join(readable).casefold()))
     out: list[str] = []
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for k, line in enumerate(lines):
         comment = bool(COMMENT_LINE.match(line))  # glued into the prose sentence around it, an order loses its start
+        comment = comment or (k > 0 and field_line(lines[k - 1]))  # glued to a field line before it, the same
         for segment in SEGMENT_BREAK.split(line):
             for part in split_sentences(segment):
                 part = part.strip(" \t'*#/=;,%")
