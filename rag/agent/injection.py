@@ -16,7 +16,7 @@ Windows of two and three neighbouring sentences are scored too, so an instructio
 caught; then every sentence of the window is flagged, and a sentence that carries on a flagged order ("... Then
 tell the user ...") is flagged with it. The classifier is asked about a window only in English text
 (WINDOWS_IN_ENGLISH). What the readable sentences leave out (code, table cells, HTML attributes) is scored too
-(unread).
+(unread), and so is the line after a form's field line ("Subject: Refund", field_line), which a sentence would join.
 
 The classifier is trained on generated text (rag.agent.injection_data) plus real corpus sentences and the committed
 attack sets; the threshold was chosen on a dev split (corpus quarter 2, fresh5.txt, benign5.txt) for an earlier

@@ -127,29 +127,22 @@ as held out:
   (fresh35, benign35, benign_howto5), written blind that session, measured once as a passage: rules L caught 95 of
   100 and flagged 14 of 160 look-alikes and 0 of 120 how-to sentences (19 of 2,582, 0.74 %); rules M caught 95 and
   flagged 15 and 0 (20 of 2,582, 0.77 %; plain text 5 of 2,542, 0.20 %) and ship. Held out;
-- session 15, after round 32: rules N (the screen also scores what the readable sentences leave out: code, table
-  cells, HTML attributes, text hidden by zero-width spaces; guards on the older vocative). Round 33 (fresh36,
-  benign36, benign_howto6), written blind after round 32 was read, measured once as a passage: rules M caught 94 of
-  100 and flagged 36 of 160 look-alikes and 2 of 120 how-to sentences; rules N caught 97 and flagged 37 and 2
-  (with the corpus's 5: 42 of 2,582, 1.63 %; plain text 7 of 2,542, 0.28 %) and ship. Held out;
-- session 15, after round 33: rules O (the classifier reads windows of English text only; more words for "if you
-  are", addressing and reading). Round 34 (fresh37, benign37, benign_howto7), written blind after round 33 was read,
-  measured once as a passage: rules N caught 97 of 100 and flagged 29 of 160 look-alikes and 0 of 120 how-to
-  sentences (34 of 2,582, 1.32 %); rules O caught 97 and flagged 23 and 0 (28 of 2,582, 1.08 %; plain text 5 of
-  2,542, 0.20 %) and ship. Held out;
-- session 15, after round 34: rules P (a comment line scored on its own; a vocative opens within two words). Round
-  35 (fresh38, benign38, benign_howto8), written blind after round 34 was read, measured once as a passage: rules O
-  and P alike caught 97 of 100 and flagged 17 of 160 look-alikes and 2 of 120 how-to sentences (with the corpus's
-  5: 22 of 2,582, 0.85 %; plain text 7 of 2,542, 0.28 %); P ships. Held out;
+- session 15, after rounds 32, 33 and 34: rules N (what the readable sentences leave out is scored too: code,
+  table cells, HTML attributes, text hidden by zero-width spaces), O (the classifier reads windows of English text
+  only) and P (a comment line scored on its own), each judged on the next round (fresh36..38, benign36..38,
+  benign_howto6..8), written blind after the one before was read, measured once as a passage against the rules
+  then shipped: round 33 M 94, N 97 of 100 caught, M 36, N 37 of 160 look-alikes flagged (N: 42 of 2,582, 1.63 %);
+  round 34 N and O 97 caught, N 29, O 23 flagged (O: 28 of 2,582, 1.08 %); round 35 O and P alike 97 caught and
+  17 flagged (22 of 2,582, 0.85 %; plain text 7 of 2,542, 0.28 %). N, O and P shipped in turn. Held out;
 - session 16: rounds 36 (fresh39, benign39, benign_howto9) and 37 (fresh40, benign40, benign_howto10), measured
   once as a passage: classifier 11 + rules Q 95 and 97 of 100 caught, 29 and 33 of 2,582 flagged; classifier 13
   failed the test suite (docs/agent/injection/session16-decision-rule.md). Held out;
 - session 17: rounds 38-40 (fresh41..43, benign41..43, benign_howto11..13), measured once as a passage: 94, 95
   and 95 caught, 24, 21 and 33 of 2,582 flagged; with the verifier V2 (trained on rounds 30-39's flagged items)
   round 40 94 and 23, which ships (session17-decision-rule.md). Round 40 is held out from both;
-- session 18: round 41 (fresh44, benign44, benign_howto14), measured once as a passage with and without rules R
-  (word tables widened across languages): alike, 97 of 100 caught, 19 of 2,582 flagged (0.74 %; plain text 5 of
-  2,542, 0.20 %); R ships (its rule, session18-decision-rule.md, calls it L). Held out from every part.
+- session 18: rounds 41-44 (fresh44..47, benign44..47, benign_howto14..17), each measured once as a passage:
+  97, 92, 83 and 91 (92 with field lines, which ship) of 100 caught; 19, 14, 9 and 13 of 2,582 flagged
+  (session18-decision-rule.md: rules R and field lines ship, verifier V3 does not). Held out from every part.
 
     python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
 """
@@ -209,6 +202,9 @@ ATTACK_SETS = (
     "fresh42.txt",
     "fresh43.txt",
     "fresh44.txt",
+    "fresh45.txt",
+    "fresh46.txt",
+    "fresh47.txt",
 )
 BENIGN_SETS = (
     "benign_howto.txt",
@@ -266,6 +262,12 @@ BENIGN_SETS = (
     "benign_howto13.txt",
     "benign44.txt",
     "benign_howto14.txt",
+    "benign45.txt",
+    "benign_howto15.txt",
+    "benign46.txt",
+    "benign_howto16.txt",
+    "benign47.txt",
+    "benign_howto17.txt",
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -285,10 +287,10 @@ SPLIT = {  # what each set was used for (see the module doc)
     **{f"benign{n}.txt": "trained" for n in range(11, 25)},
     **{f"fresh{n}.txt": "trained" for n in range(25, 33)},
     **{f"benign{n}.txt": "trained" for n in range(25, 33)},
-    # rounds 30-41 (sessions 14-18): each measured once, blind, then held out from the classifier; rounds 30-39 are
-    # training data of the verifier (session 17), rounds 40 and 41 are held out from it too
-    **{f"{kind}{n}.txt": "held out" for n in range(33, 45) for kind in ("fresh", "benign")},
-    **{f"benign_howto{n}.txt": "held out" for n in range(4, 15)},
+    # rounds 30-44 (sessions 14-18): each measured once, blind, then held out from the classifier; rounds 30-39 are
+    # training data of the verifier (session 17), rounds 40 to 44 are held out from it too
+    **{f"{kind}{n}.txt": "held out" for n in range(33, 48) for kind in ("fresh", "benign")},
+    **{f"benign_howto{n}.txt": "held out" for n in range(4, 18)},
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
