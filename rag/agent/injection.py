@@ -396,12 +396,13 @@ def unread(text: str, readable: list[str]) -> list[str]:
     out: list[str] = []
     lines = text.splitlines()
     for k, line in enumerate(lines):
-        comment = bool(COMMENT_LINE.match(line))  # glued into the prose sentence around it, an order loses its start
-        comment = comment or (k > 0 and field_line(lines[k - 1]))  # glued to a field line before it, the same
+        # a comment line, or the line after a field line, is glued into a sentence that hides an order's start:
+        # its parts are scored whatever words the readable sentences already have
+        alone = bool(COMMENT_LINE.match(line)) or (k > 0 and field_line(lines[k - 1]))
         for segment in SEGMENT_BREAK.split(line):
             for part in split_sentences(segment):
                 part = part.strip(" \t'*#/=;,%")
-                new = comment or set(WORD.findall(part.casefold())) - covered
+                new = alone or set(WORD.findall(part.casefold())) - covered
                 if wordy(part, UNREAD_WORDS) and new and part not in out and part not in readable:
                     out.append(part)
     return out
