@@ -215,7 +215,9 @@ AI_MORE = (
     r"արհեստական բանականությ\w*|ხელოვნურ\w* ინტელექტ\w*|süni intellekt\w*|مصنوعی ذہانت|ذكاء اصطناعي|"
     r"בינה מלאכותית|trí tuệ nhân tạo|kecerdasan buatan|ปัญญาประดิษฐ์|akili bandia|"
     r"artipisyal na intelihensiya|τεχνητ\w* νοημοσύν\w*|artificiell intelligens|kunstig intelligens|"
-    r"mesterséges intelligenci\w*|"
+    r"mesterséges intelligenci\w*|штучн\w* інтэлект\w*|deallusrwydd artiffisial|intleacht shaorga|"
+    r"አርቴፊሻል ኢንተለጀንስ|ሰው ሠራሽ አስተውሎት|කෘත්‍රිම බුද්ධි\w*|કૃત્રિમ બુદ્ધિ\w*|ਬਣਾਉਟੀ ਬੁੱਧੀ|зеҳни сунъӣ|"
+    r"intelliġenza artifiċjali|kunsmatige intelligensie|emeli aň|"
     r"нейросет\w*|нейронн\w* сет\w*|нейромереж\w*|невронн\w* мреж\w*|人工智慧|एआय|เอไอ|red(?:es)? neuronal\w*|"
     r"réseaux? de neurones|neuronal\w* netz\w*|rede\w* neura\w*|ret[ei] neural[ei]|sie[ćc]\w* neuronow\w*|"
     r"neura(?:al|le) netwerk\w*|sinir ağ\w*|"
@@ -257,12 +259,32 @@ NOMINAL_ORDER_JA_KO = (
     r"(?:ai|ＡＩ|モデル|アシスタント|エージェント)(?:は|が)[、,]?[^。！？\n]{0,100}?(?:こと)(?:[。」]|\s*-->|\s*$)|"
     r"(?:ai|모델|어시스턴트|에이전트)(?:은|는|이|가)\s[^.!?\n]{0,100}?(?:할 것|말 것)(?:[.\]]|\s*$)"
 )
+# "for", "to", "note", "attention" and "instruction" in more languages, each as a list of the language's words (Baltic,
+# Finnic, Turkic, South Slavic, Caucasian, South Asian, Ethiopic, Celtic and others); a word that is also a common
+# word of another language is left out (Welsh "i", Irish "do")
+ADDRESS_MORE = (
+    r"märkus|jaoks|tähelepanu|juhis\w*|teade|piezīme|priekš|uzmanību|norādījum\w*|pastaba|skirta\w*|dėmesio|"
+    r"nurodym\w*|huomio|huomautus|ohje\w*|viesti|megjegyzés|figyelem|utasítás\w*|számára|"
+    r"uchun|eslatma|diqqat|ko['‘’]rsatma\w*|үшін|ескерту|назар|нұсқау\w*|үчүн|эскертүү|üçün|qeyd|diqqət|"
+    r"təlimat\w*|talimat\w*|заўвага|увагу|указанне|примітка|вказівк\w*|інструкці\w*|инструкци\w*|указани\w*|"
+    r"napomena|pažnja|uput\w*|opomba|pozor|navodil\w*|poznámka|upozornění|upozornenie|pokyn\w*|pre|notatka|"
+    r"polecenie|wskazówk\w*|notă|atenție|atenţie|instrucțiun\w*|obs|merknad|bemærk|anteckning|notering|"
+    r"instruktion\w*|fyrir|athugið|athugasemd|προσοχή|οδηγί\w*|تعليمات|تنبيه|یادداشت|دستور\w*|کے لیے|کیلئے|"
+    r"نوٹ|ہدایت\w*|توجہ|לתשומת לב|नोट|सूचना|साठी|लागि|জন্য|প্রতি|নোট|নির্দেশ\w*|মনোযোগ|குறிப்பு|"
+    r"அறிவுறுத்தல்\w*|கவனத்திற்கு|కోసం|గమనిక|సూచన|ಗಮನಕ್ಕೆ|ಸೂಚನೆ|കുറിപ്പ്|നിർദ്ദേശം|માટે|નોંધ|સૂચના|ਲਈ|"
+    r"ਹਦਾਇਤ|සඳහා|සටහන|ghi chú|chỉ thị|hướng dẫn|perhatian|instruksi|arahan|para sa|ujumbe|maagizo|ለ|ማስታወሻ|"
+    r"መመሪያ|ማሳሰቢያ|նշում|ուշադրություն|հրահանգ\w*|համար|შენიშვნა|ყურადღება|ინსტრუქცია|тэмдэглэл|"
+    r"анхааруулга|зориулсан|i'r|ar gyfer|nodyn|sylw|chuig|nóta|për|shënim|vëmendje|udhëzim\w*|għal|oharra|"
+    r"per a|atenció|aandag|opmerking|instruksie\w*|vir"
+)
 ADDRESS_ML = (
     r"(?:to|for|note|dear|attention|dla|do|uwaga|drog\w+|für|an|hinweis|achtung|lieb\w+|pour|à|cher|chère|para|nota|"
     r"querid\w+|atención|attenzione|atenção|let op|внимание|увага|dikkat|انتباه|ध्यान दें|per|"
     r"car\w|voor|aan|beste|till|för|kära|til|kjære|kære|için|not|sevgili|إلى|ملاحظة|عزيزي|के लिए|प्रिय|निर्देश|"
     r"для|к|примечание|уважаем\w*|дорог\w*|pro|pentru|προς|για|σημείωση|אל|הערה|برای|به|توجه|untuk|kepada|"
-    r"catatan|cho|gửi|lưu ý|הוראה|הוראות|למערכת|за|към|напомена|белешка|бележка|kwa|kumbuka|tala|paalala|sa)"
+    r"catatan|cho|gửi|lưu ý|הוראה|הוראות|למערכת|за|към|напомена|белешка|бележка|kwa|kumbuka|tala|paalala|sa|"
+    + ADDRESS_MORE
+    + ")"
 )
 
 
