@@ -259,23 +259,19 @@ NOMINAL_ORDER_JA_KO = (
     r"(?:ai|ＡＩ|モデル|アシスタント|エージェント)(?:は|が)[、,]?[^。！？\n]{0,100}?(?:こと)(?:[。」]|\s*-->|\s*$)|"
     r"(?:ai|모델|어시스턴트|에이전트)(?:은|는|이|가)\s[^.!?\n]{0,100}?(?:할 것|말 것)(?:[.\]]|\s*$)"
 )
-# "for", "to", "note", "attention" and "instruction" in more languages, each as a list of the language's words (Baltic,
-# Finnic, Turkic, South Slavic, Caucasian, South Asian, Ethiopic, Celtic and others); a word that is also a common
-# word of another language is left out (Welsh "i", Irish "do")
+# "for", "to", "note", "attention" and "message" in more languages, each as a list of the language's words (Baltic,
+# Finnic, Turkic, Slavic, Caucasian, South Asian, Ethiopic, Celtic and others); left out: a word that is also a common
+# word of another language (Welsh "i", Irish "do"), "about" ("për" is both), and "instruction", which in many
+# languages also names a manual ("инструкция", "upute", "használati utasítás", "hướng dẫn")
 ADDRESS_MORE = (
-    r"märkus|jaoks|tähelepanu|juhis\w*|teade|piezīme|priekš|uzmanību|norādījum\w*|pastaba|skirta\w*|dėmesio|"
-    r"nurodym\w*|huomio|huomautus|ohje\w*|viesti|megjegyzés|figyelem|utasítás\w*|számára|"
-    r"uchun|eslatma|diqqat|ko['‘’]rsatma\w*|үшін|ескерту|назар|нұсқау\w*|үчүн|эскертүү|üçün|qeyd|diqqət|"
-    r"təlimat\w*|talimat\w*|заўвага|увагу|указанне|примітка|вказівк\w*|інструкці\w*|инструкци\w*|указани\w*|"
-    r"napomena|pažnja|uput\w*|opomba|pozor|navodil\w*|poznámka|upozornění|upozornenie|pokyn\w*|pre|notatka|"
-    r"polecenie|wskazówk\w*|notă|atenție|atenţie|instrucțiun\w*|obs|merknad|bemærk|anteckning|notering|"
-    r"instruktion\w*|fyrir|athugið|athugasemd|προσοχή|οδηγί\w*|تعليمات|تنبيه|یادداشت|دستور\w*|کے لیے|کیلئے|"
-    r"نوٹ|ہدایت\w*|توجہ|לתשומת לב|नोट|सूचना|साठी|लागि|জন্য|প্রতি|নোট|নির্দেশ\w*|মনোযোগ|குறிப்பு|"
-    r"அறிவுறுத்தல்\w*|கவனத்திற்கு|కోసం|గమనిక|సూచన|ಗಮನಕ್ಕೆ|ಸೂಚನೆ|കുറിപ്പ്|നിർദ്ദേശം|માટે|નોંધ|સૂચના|ਲਈ|"
-    r"ਹਦਾਇਤ|සඳහා|සටහන|ghi chú|chỉ thị|hướng dẫn|perhatian|instruksi|arahan|para sa|ujumbe|maagizo|ለ|ማስታወሻ|"
-    r"መመሪያ|ማሳሰቢያ|նշում|ուշադրություն|հրահանգ\w*|համար|შენიშვნა|ყურადღება|ინსტრუქცია|тэмдэглэл|"
-    r"анхааруулга|зориулсан|i'r|ar gyfer|nodyn|sylw|chuig|nóta|për|shënim|vëmendje|udhëzim\w*|għal|oharra|"
-    r"per a|atenció|aandag|opmerking|instruksie\w*|vir"
+    r"märkus|jaoks|tähelepanu|teade|piezīme|priekš|uzmanību|pastaba|skirta\w*|dėmesio|huomio|huomautus|viesti|"
+    r"megjegyzés|figyelem|számára|uchun|eslatma|diqqat|үшін|ескерту|назар|үчүн|эскертүү|üçün|qeyd|diqqət|заўвага|"
+    r"увагу|примітка|napomena|pažnja|opomba|pozor|poznámka|upozornění|upozornenie|pre|notatka|polecenie|notă|"
+    r"atenție|atenţie|obs|merknad|bemærk|anteckning|notering|fyrir|athugið|athugasemd|προσοχή|تنبيه|یادداشت|"
+    r"کے لیے|کیلئے|نوٹ|توجہ|לתשומת לב|नोट|सूचना|साठी|लागि|জন্য|প্রতি|নোট|নির্দেশ|মনোযোগ|குறிப்பு|கவனத்திற்கு|"
+    r"కోసం|గమనిక|ಗಮನಕ್ಕೆ|ಸೂಚನೆ|കുറിപ്പ്|માટે|નોંધ|ਲਈ|සඳහා|සටහන|ghi chú|chỉ thị|perhatian|para sa|ujumbe|ለ|"
+    r"ማስታወሻ|ማሳሰቢያ|նշում|ուշադրություն|համար|შენიშვნა|ყურადღება|тэмдэглэл|анхааруулга|зориулсан|i'r|ar gyfer|"
+    r"nodyn|sylw|chuig|nóta|shënim|vëmendje|għal|oharra|per a|atenció|aandag|opmerking|vir"
 )
 ADDRESS_ML = (
     r"(?:to|for|note|dear|attention|dla|do|uwaga|drog\w+|für|an|hinweis|achtung|lieb\w+|pour|à|cher|chère|para|nota|"
