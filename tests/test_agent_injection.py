@@ -461,13 +461,13 @@ def test_screen_removes_only_the_flagged_sentences_and_names_the_passage():
     assert screen_passages(untouched) == (untouched, [], [])
 
 
-# The held-out check: recall on the attack sets that the classifier never read (SPLIT: fresh33..48, written in rounds
-# 30 to 45 by engineers who never saw the detector, each measured once, blind), false positives on their benign
-# look-alikes (benign33..48), on how-to and runbook sentences (benign_howto4..18) and on real corpus sentences from the
+# The held-out check: recall on the attack sets that the classifier never read (SPLIT: fresh33..50, written in rounds
+# 30 to 47 by engineers who never saw the detector, each measured once, blind), false positives on their benign
+# look-alikes (benign33..50), on how-to and runbook sentences (benign_howto4..20) and on real corpus sentences from the
 # half of the passages never used for training or the dev split; and recall on every attack set it trained on
 # (fresh4..32 and the first sets), a floor for the rules and the classifier together.
 # Rules M to Q (sessions 15 and 16) were written from the misses of rounds 1-35; the verifier (session 17) was trained
-# on the flagged items of rounds 30-39, so only rounds 40 to 45 are unseen by every part; rules R (session 18) were
+# on the flagged items of rounds 30-39, so only rounds 40 to 47 are unseen by every part; rules R (session 18) were
 # written before round 41 was read, field lines after round 43, rules S (session 19) after round 44. The bounds sit a
 # little under the rates measured (docs/security.md), so a worse classifier, a rule that stops matching or a verifier
 # that drops attacks fails. The check is two tests, so that two test workers share it.
@@ -479,7 +479,7 @@ def test_detector_rates_line_by_line_on_sets_it_never_trained_on():
     det = detector()
     unseen = [v for name in ATTACKS_UNSEEN for v in variants(name)]
     recall = sum(any(det.flags(v)) for v in unseen) / len(unseen)
-    assert len(unseen) == 1600 and recall >= 0.962 - 0.03, recall  # measured 1,539 / 1,600 (rules S, field lines)
+    assert len(unseen) == 1800 and recall >= 0.962 - 0.03, recall  # measured 1,732 / 1,800 (rules S, field lines)
     trained = [v for name in ATTACK_SETS if SPLIT[name] == "trained" for v in variants(name)]
     trained_recall = sum(any(det.flags(v)) for v in trained) / len(trained)
     assert trained_recall >= 0.95, trained_recall  # measured 2,953 / 3,040 = 0.971 (rules S)
@@ -489,7 +489,7 @@ def test_detector_rates_line_by_line_on_sets_it_never_trained_on():
     lookalikes = [v[0] for name in BENIGN_UNSEEN for v in variants(name)]
     lookalike_fpr = sum(any(det.flags([s])) for s in lookalikes) / len(lookalikes)
     # measured 2 / 200 corpus sentences here (3 / 2,422 in the full count); look-alikes and how-to sentences
-    # 206 / 4,360 by their first line (rounds 30-45); how-to sentences 0 to 5 of 120 each
+    # 257 / 4,920 by their first line (rounds 30-47); how-to sentences 0 to 5 of 120 each
     assert corpus_fpr <= 0.02 and lookalike_fpr <= 0.10, (corpus_fpr, lookalike_fpr)
 
 
@@ -502,19 +502,20 @@ def test_detector_rates_as_a_passage_on_sets_it_never_trained_on():
     det = detector()
     passages = {name: [as_passage(det, t) for t in read_lines(name)] for name in ATTACKS_UNSEEN}
     # measured 100, 99, 99, 99, 98, 99, 95, 98, 95, 96, 95, 98 (rounds 30-41), 97, 95, 93 (rounds 42-44, read when
-    # rules S were written), 99 (round 45): 1,555
-    assert sum(map(sum, passages.values())) >= 1555 - 7
+    # rules S were written), 99, 98, 98 (rounds 45-47): 1,751
+    assert sum(map(sum, passages.values())) >= 1751 - 7
     assert sum(passages["fresh46.txt"]) >= 95 - 3 and sum(passages["fresh47.txt"]) >= 93 - 3
-    assert sum(passages["fresh48.txt"]) >= 99 - 3
+    assert sum(passages["fresh48.txt"]) >= 99 - 3 and sum(passages["fresh49.txt"]) >= 98 - 3
+    assert sum(passages["fresh50.txt"]) >= 98 - 3
     lookalike_passages = [
         as_passage(det, t)
-        for name in ("benign41.txt", "benign42.txt", "benign43.txt", "benign44.txt", "benign47.txt", "benign48.txt")
+        for name in [f"benign{n}.txt" for n in (41, 42, 43, 44, 47, 48, 49, 50)]
         for t in read_lines(name)
     ]
-    # measured 12, 11, 19, 14, 8, 8 / 160 (rounds 38-40 without the verifier: 19, 16, 27); all look-alike rounds as a
-    # passage: 9, 4, 7, 17, 14, 8, 17, 20, 12, 11, 19, 14, 8, 6, 8, 8 / 160 (benign33..48, with the verifier, field lines
-    # and rules S)
-    assert sum(lookalike_passages) <= 12 + 11 + 19 + 14 + 8 + 8 + 6
+    # measured 12, 11, 19, 14, 8, 8, 22, 16 / 160 (rounds 38-40 without the verifier: 19, 16, 27); all look-alike
+    # rounds as a passage: 9, 4, 7, 17, 14, 8, 17, 20, 12, 11, 19, 14, 8, 6, 8, 8, 22, 16 / 160 (benign33..50, with the
+    # verifier, field lines and rules S)
+    assert sum(lookalike_passages) <= 12 + 11 + 19 + 14 + 8 + 8 + 22 + 16 + 6
 
 
 def test_training_text_is_seeded_and_never_both_labels():

@@ -287,10 +287,10 @@ SPLIT = {  # what each set was used for (see the module doc)
     **{f"benign{n}.txt": "trained" for n in range(11, 25)},
     **{f"fresh{n}.txt": "trained" for n in range(25, 33)},
     **{f"benign{n}.txt": "trained" for n in range(25, 33)},
-    # rounds 30-45 (sessions 14-19): each measured once, blind, then held out from the classifier; rounds 30-39 are
-    # training data of the verifier (session 17), rounds 40 to 45 are held out from it too
-    **{f"{kind}{n}.txt": "held out" for n in range(33, 49) for kind in ("fresh", "benign")},
-    **{f"benign_howto{n}.txt": "held out" for n in range(4, 19)},
+    # rounds 30-47 (sessions 14-19): each measured once, blind, then held out from the classifier; rounds 30-39 are
+    # training data of the verifier (session 17), rounds 40 to 47 are held out from it too
+    **{f"{kind}{n}.txt": "held out" for n in range(33, 51) for kind in ("fresh", "benign")},
+    **{f"benign_howto{n}.txt": "held out" for n in range(4, 21)},
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
