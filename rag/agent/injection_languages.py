@@ -259,10 +259,10 @@ NOMINAL_ORDER_JA_KO = (
     r"(?:ai|ＡＩ|モデル|アシスタント|エージェント)(?:は|が)[、,]?[^。！？\n]{0,100}?(?:こと)(?:[。」]|\s*-->|\s*$)|"
     r"(?:ai|모델|어시스턴트|에이전트)(?:은|는|이|가)\s[^.!?\n]{0,100}?(?:할 것|말 것)(?:[.\]]|\s*$)"
 )
-# "for", "to", "note", "attention" and "message" in more languages, each as a list of the language's words (Baltic,
-# Finnic, Turkic, Slavic, Caucasian, South Asian, Ethiopic, Celtic and others); left out: a word that is also a common
-# word of another language (Welsh "i", Irish "do"), "about" ("për" is both), and "instruction", which in many
-# languages also names a manual ("инструкция", "upute", "használati utasítás", "hướng dẫn")
+# Rules S (session 19): "for", "to", "note", "attention" and "message" in more languages, each as a list of the
+# language's words (Baltic, Finnic, Turkic, Slavic, Caucasian, South Asian, Ethiopic, Celtic and others); left out: a
+# word that is also a common word of another language (Welsh "i"), one that also means "about" (Albanian "për"), and
+# "instruction" where the word also names a manual ("инструкция", "upute", "használati utasítás", "hướng dẫn")
 ADDRESS_MORE = (
     r"märkus|jaoks|tähelepanu|teade|piezīme|priekš|uzmanību|pastaba|skirta\w*|dėmesio|huomio|huomautus|viesti|"
     r"megjegyzés|figyelem|számára|uchun|eslatma|diqqat|үшін|ескерту|назар|үчүн|эскертүү|üçün|qeyd|diqqət|заўвага|"

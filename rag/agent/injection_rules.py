@@ -22,7 +22,10 @@ and its normalised form; each has a name that a flag reports.
   Rules M (session 15): an AI system called by name in more languages and case forms (`vocative-ml`: "Agente de
   IA, cuando respondas, ..."), "if you are a language model" (`if-ai-ml`), the AI that reads or summarises this text
   (`reader-ml`), "when summarising, write that ..." (`summary-order-ml`), and a Japanese or Korean order to an AI
-  topic (`topic-order-ml`). A rule in another language stands alone: the classifier reads English.
+  topic (`topic-order-ml`). Rules R and S (sessions 18 and 19) widened the word tables that `addressed-ml`,
+  `vocative-ml` and `if-ai-ml` read: an AI system, a language model, "if", "are you", and the words of an address
+  ("for", "note", "attention") in more languages. A rule in another language stands alone: the classifier reads
+  English.
 """
 
 from __future__ import annotations
