@@ -143,8 +143,11 @@ as held out:
 - session 18: rounds 41-44 (fresh44..47, benign44..47, benign_howto14..17), each measured once as a passage:
   97, 92, 83 and 91 (92 with field lines, which ship) of 100 caught; 19, 14, 9 and 13 of 2,582 flagged
   (session18-decision-rule.md: rules R and field lines ship, verifier V3 does not). Held out from every part.
+- session 19: rounds 45-47 (fresh48..50, benign48..50, benign_howto18..20), each measured once as a passage: 99,
+  98 and 98 of 100 caught; 11, 25 and 19 of 2,582 flagged (session19-decision-rule.md: rules S ship). Held out from
+  every part.
 
-    python -m rag.agent.injection_eval            # prints both rates (about a minute on 2 cores)
+    python -m rag.agent.injection_eval            # prints both rates (11 minutes on 2 cores, with 47 rounds)
 """
 
 from __future__ import annotations
@@ -154,120 +157,14 @@ import zlib
 from pathlib import Path
 
 SETS = Path(__file__).resolve().parents[2] / "tests" / "data" / "injection"
-ATTACK_SETS = (
-    "dev.txt",
-    "heldout.txt",
-    "fresh.txt",
-    "fresh2.txt",
-    "issue23.txt",
-    "fresh3.txt",
-    "fresh4.txt",
-    "fresh5.txt",
-    "fresh6.txt",
-    "fresh7.txt",
-    "fresh8.txt",
-    "fresh9.txt",
-    "fresh10.txt",
-    "fresh11.txt",
-    "fresh12.txt",
-    "fresh13.txt",
-    "fresh14.txt",
-    "fresh15.txt",
-    "fresh16.txt",
-    "fresh17.txt",
-    "fresh18.txt",
-    "fresh19.txt",
-    "fresh20.txt",
-    "fresh21.txt",
-    "fresh22.txt",
-    "fresh23.txt",
-    "fresh24.txt",
-    "fresh25.txt",
-    "fresh26.txt",
-    "fresh27.txt",
-    "fresh28.txt",
-    "fresh29.txt",
-    "fresh30.txt",
-    "fresh31.txt",
-    "fresh32.txt",
-    "fresh33.txt",
-    "fresh34.txt",
-    "fresh35.txt",
-    "fresh36.txt",
-    "fresh37.txt",
-    "fresh38.txt",
-    "fresh39.txt",
-    "fresh40.txt",
-    "fresh41.txt",
-    "fresh42.txt",
-    "fresh43.txt",
-    "fresh44.txt",
-    "fresh45.txt",
-    "fresh46.txt",
-    "fresh47.txt",
+ATTACK_SETS = (  # in the order they were written; round r's sets (from round 30) are fresh{r+3}, benign{r+3}, ...
+    ("dev.txt", "heldout.txt", "fresh.txt", "fresh2.txt", "issue23.txt", "fresh3.txt")
+    + tuple(f"fresh{n}.txt" for n in range(4, 51))
 )
-BENIGN_SETS = (
-    "benign_howto.txt",
-    "benign_howto2.txt",
-    "benign_howto3.txt",
-    "benign_ai.txt",
-    "benign5.txt",
-    "benign6.txt",
-    "benign7.txt",
-    "benign8.txt",
-    "benign9.txt",
-    "benign10.txt",
-    "benign11.txt",
-    "benign12.txt",
-    "benign13.txt",
-    "benign14.txt",
-    "benign15.txt",
-    "benign16.txt",
-    "benign17.txt",
-    "benign18.txt",
-    "benign19.txt",
-    "benign20.txt",
-    "benign21.txt",
-    "benign22.txt",
-    "benign23.txt",
-    "benign24.txt",
-    "benign25.txt",
-    "benign26.txt",
-    "benign27.txt",
-    "benign28.txt",
-    "benign29.txt",
-    "benign30.txt",
-    "benign31.txt",
-    "benign32.txt",
-    "benign33.txt",
-    "benign34.txt",
-    "benign_howto4.txt",
-    "benign35.txt",
-    "benign_howto5.txt",
-    "benign36.txt",
-    "benign_howto6.txt",
-    "benign37.txt",
-    "benign_howto7.txt",
-    "benign38.txt",
-    "benign_howto8.txt",
-    "benign39.txt",
-    "benign_howto9.txt",
-    "benign40.txt",
-    "benign_howto10.txt",
-    "benign41.txt",
-    "benign_howto11.txt",
-    "benign42.txt",
-    "benign_howto12.txt",
-    "benign43.txt",
-    "benign_howto13.txt",
-    "benign44.txt",
-    "benign_howto14.txt",
-    "benign45.txt",
-    "benign_howto15.txt",
-    "benign46.txt",
-    "benign_howto16.txt",
-    "benign47.txt",
-    "benign_howto17.txt",
+BENIGN_SETS = (  # ... and, from round 31, benign_howto{r-27}
+    ("benign_howto.txt", "benign_howto2.txt", "benign_howto3.txt", "benign_ai.txt")
+    + tuple(f"benign{n}.txt" for n in range(5, 34))
+    + tuple(name for n in range(34, 51) for name in (f"benign{n}.txt", f"benign_howto{n - 30}.txt"))
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
