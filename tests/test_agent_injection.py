@@ -461,13 +461,13 @@ def test_screen_removes_only_the_flagged_sentences_and_names_the_passage():
     assert screen_passages(untouched) == (untouched, [], [])
 
 
-# The held-out check: recall on the attack sets that the classifier never read (SPLIT: fresh33..50, written in rounds
-# 30 to 47 by engineers who never saw the detector, each measured once, blind), false positives on their benign
-# look-alikes (benign33..50), on how-to and runbook sentences (benign_howto4..20) and on real corpus sentences from the
+# The held-out check: recall on the attack sets that the classifier never read (SPLIT: fresh33..53, written in rounds
+# 30 to 50 by engineers who never saw the detector, each measured once, blind), false positives on their benign
+# look-alikes (benign33..53), on how-to and runbook sentences (benign_howto4..23) and on real corpus sentences from the
 # half of the passages never used for training or the dev split; and recall on every attack set it trained on
 # (fresh4..32 and the first sets), a floor for the rules and the classifier together.
 # Rules M to Q (sessions 15 and 16) were written from the misses of rounds 1-35; the verifier (session 17) was trained
-# on the flagged items of rounds 30-39, so only rounds 40 to 47 are unseen by every part; rules R (session 18) were
+# on the flagged items of rounds 30-39, so only rounds 40 to 50 are unseen by every part; rules R (session 18) were
 # written before round 41 was read, field lines after round 43, rules S (session 19) after round 44. The bounds sit a
 # little under the rates measured (docs/security.md), so a worse classifier, a rule that stops matching or a verifier
 # that drops attacks fails. The check is two tests, so that two test workers share it.
@@ -479,7 +479,7 @@ def test_detector_rates_line_by_line_on_sets_it_never_trained_on():
     det = detector()
     unseen = [v for name in ATTACKS_UNSEEN for v in variants(name)]
     recall = sum(any(det.flags(v)) for v in unseen) / len(unseen)
-    assert len(unseen) == 1800 and recall >= 0.962 - 0.03, recall  # measured 1,732 / 1,800 (rules S, field lines)
+    assert len(unseen) == 2100 and recall >= 0.963 - 0.03, recall  # measured 2,022 / 2,100 (rules S, field lines)
     trained = [v for name in ATTACK_SETS if SPLIT[name] == "trained" for v in variants(name)]
     trained_recall = sum(any(det.flags(v)) for v in trained) / len(trained)
     assert trained_recall >= 0.95, trained_recall  # measured 2,953 / 3,040 = 0.971 (rules S)
@@ -489,7 +489,7 @@ def test_detector_rates_line_by_line_on_sets_it_never_trained_on():
     lookalikes = [v[0] for name in BENIGN_UNSEEN for v in variants(name)]
     lookalike_fpr = sum(any(det.flags([s])) for s in lookalikes) / len(lookalikes)
     # measured 2 / 200 corpus sentences here (3 / 2,422 in the full count); look-alikes and how-to sentences
-    # 257 / 4,920 by their first line (rounds 30-47); how-to sentences 0 to 5 of 120 each
+    # 292 / 5,760 by their first line (rounds 30-50); how-to sentences 0 to 5 of 120 each
     assert corpus_fpr <= 0.02 and lookalike_fpr <= 0.10, (corpus_fpr, lookalike_fpr)
 
 
