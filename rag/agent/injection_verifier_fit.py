@@ -3,14 +3,14 @@
 Training texts, labelled attack (1) or look-alike (0):
 - the sets marked "trained" in rag.agent.injection_eval.SPLIT, each item whole, two in five of them (picked by the
   crc32 of the text, so that encoding stays near fifteen minutes on 2 cores);
-- the hard cases: in rounds 30-39 (HARD_ROUNDS, held out from the classifier), every item the shipped screen flags,
+- the hard cases: in rounds 30-50 (HARD_ROUNDS, held out from the classifier), every item the shipped screen flags,
   read as the verifier reads it at query time (its flagged sentences with their neighbours). These are the
   look-alikes the classifier and rules get wrong, beside the attacks they get right.
 
 The threshold is chosen on predictions cross-validated by round (two rounds out at a time, the model fitted on the
-trained sets and the other eight rounds): the highest at which at most MAX_LOST of the attacks the verifier may veto
-fall below it. The corpus sentences of rag.agent.injection_eval, which every round's false-positive count includes,
-are never trained on.
+trained sets and the other rounds): the one that minimises LOST_ATTACK_COST x (vetoable attacks below it) +
+(look-alikes and how-to sentences at or above it). The corpus sentences of rag.agent.injection_eval, which every round's false-positive count includes, are never
+trained on.
 
 The committed weights were fitted on features from SmolLM2 in torch, batched; the query path reads the same features
 through the ONNX export one text at a time (probabilities within 1e-6 of torch's on 40 training texts).
@@ -39,10 +39,12 @@ from rag.agent.injection_verifier import (
 
 HARD_ROUNDS = {  # round -> its sets (rag.agent.injection_eval.SPLIT: held out from the classifier)
     30 + k: (f"fresh{33 + k}.txt", f"benign{33 + k}.txt", *((f"benign_howto{3 + k}.txt",) if k else ()))
-    for k in range(10)
+    for k in range(21)
 }
-CV_FOLDS = ((30, 31), (32, 33), (34, 35), (36, 37), (38, 39))
-MAX_LOST = 3  # of the ~970 flagged attacks of rounds 30-39 the verifier may veto (0.3 %)
+CV_FOLDS = (*((r, r + 1) for r in range(30, 50, 2)), (50,))
+# Item 9's goals allow 5 of a round's 100 attacks missed and 0.5 % of its 2,582 benign items (look-alikes, how-to and
+# corpus sentences) flagged: an attack lost spends 12.91 / 5 = 2.58 times as much of its allowance as a look-alike kept.
+LOST_ATTACK_COST = (0.005 * 2582) / (0.05 * 100)
 C = 0.01
 TRAINED_SHARE = (2, 5)  # two in five trained items
 
@@ -91,6 +93,19 @@ def hard_cases(progress=None) -> tuple[list[str], list[int], list[int], list[boo
     return texts, labels, rounds, may
 
 
+def best_threshold(cv: np.ndarray, attack: np.ndarray, may: np.ndarray) -> float:
+    """The threshold that minimises LOST_ATTACK_COST x (vetoable attacks below it) + (benign items at or above it or
+    not vetoable), over the midpoints between the cross-validated probabilities (0 vetoes nothing)."""
+    values = np.unique(cv[may])
+    candidates = np.concatenate([[0.0], (values[:-1] + values[1:]) / 2])
+
+    def cost(t: float) -> float:
+        dropped = (cv < t) & may
+        return LOST_ATTACK_COST * (dropped & attack).sum() + (~dropped & ~attack).sum()
+
+    return float(min(candidates, key=cost))
+
+
 def model():
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -108,7 +123,7 @@ def train(out: Path | None = None, threads: int = 2, progress=None) -> dict:
     texts, labels = training_items()
     hard, hard_labels, rounds, may = hard_cases(progress)
     if progress:
-        progress(f"{len(texts)} trained items and {len(hard)} hard cases; encoding with SmolLM2 (about 15 minutes)")
+        progress(f"{len(texts)} trained items and {len(hard)} hard cases; encoding with SmolLM2 (about 10 minutes)")
     x, xh = features(texts), features(hard)
     y, yh, rh, mh = np.array(labels), np.array(hard_labels), np.array(rounds), np.array(may)
     cv = np.zeros(len(hard))
@@ -116,8 +131,7 @@ def train(out: Path | None = None, threads: int = 2, progress=None) -> dict:
         test = np.isin(rh, fold)
         fit = model().fit(np.concatenate([x, xh[~test]]), np.concatenate([y, yh[~test]]))
         cv[test] = fit.predict_proba(xh[test])[:, 1]
-    attacks = np.sort(cv[(yh == 1) & mh])
-    threshold = float((attacks[MAX_LOST - 1] + attacks[MAX_LOST]) / 2)
+    threshold = best_threshold(cv, yh == 1, mh)
     dropped = (cv < threshold) & mh
     per_round = {
         int(r): {
@@ -143,6 +157,7 @@ def train(out: Path | None = None, threads: int = 2, progress=None) -> dict:
         "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
         "bytes": out.stat().st_size,
         "threshold": round(threshold, 4),
+        "lost_attack_cost": round(LOST_ATTACK_COST, 3),
         "layer": LAYER,
         "max_tokens": MAX_TOKENS,
         "never_vetoed": list(NEVER_VETOED),
