@@ -2,15 +2,15 @@
 
 Training texts, labelled attack (1) or look-alike (0):
 - the sets marked "trained" in rag.agent.injection_eval.SPLIT, each item whole, two in five of them (picked by the
-  crc32 of the text, so that encoding stays near fifteen minutes on 2 cores);
+  crc32 of the text, so that training stays near ten minutes on 2 cores);
 - the hard cases: in rounds 30-50 (HARD_ROUNDS, held out from the classifier), every item the shipped screen flags,
   read as the verifier reads it at query time (its flagged sentences with their neighbours). These are the
   look-alikes the classifier and rules get wrong, beside the attacks they get right.
 
 The threshold is chosen on predictions cross-validated by round (two rounds out at a time, the model fitted on the
 trained sets and the other rounds): the one that minimises LOST_ATTACK_COST x (vetoable attacks below it) +
-(look-alikes and how-to sentences at or above it). The corpus sentences of rag.agent.injection_eval, which every round's false-positive count includes, are never
-trained on.
+(look-alikes and how-to sentences at or above it). The corpus sentences of rag.agent.injection_eval, which every
+round's false-positive count includes, are never trained on.
 
 The committed weights were fitted on features from SmolLM2 in torch, batched; the query path reads the same features
 through the ONNX export one text at a time (probabilities within 1e-6 of torch's on 40 training texts).
