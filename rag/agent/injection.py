@@ -42,6 +42,7 @@ import numpy as np
 
 from rag.agent.injection_normalize import normalize, visible
 from rag.agent.injection_rules import lexical, stands_alone, unquoted_rules
+from rag.agent.injection_verifier import JOINED
 from rag.agent.text import sentences, split_sentences
 
 CLASSIFIER_THRESHOLD = 0.95  # the classifier's probability that flags a sentence. On the dev split (corpus quarter 2,
@@ -279,7 +280,7 @@ class Detector:
             for (i, n), text, sim in zip(spans, joined, wsims):
                 if why := self.ruled(text, sim) or self.semantic(sim, WINDOW_THRESHOLD):
                     for j in range(i, i + n):
-                        out[j] = out[j] or Flag(sents[j], f"{why} (with neighbouring sentences)")
+                        out[j] = out[j] or Flag(sents[j], f"{why} {JOINED}")
         return spread(sents, out) if windows else out
 
     def flag_clauses(self, sents: list[str], sims: np.ndarray, out: list[Flag | None]) -> None:

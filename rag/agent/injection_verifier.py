@@ -39,7 +39,7 @@ LAYER = 18  # of SmolLM2's 30: of layers 6, 10, ..., 30 probed from the trained 
 #            the flagged attacks and look-alikes of rounds 30-37 (session 17; docs/security.md)
 MAX_TOKENS = 128
 NEVER_VETOED = ("rule:addressed",)  # reasons, as rag.agent.injection.Flag writes them, before any " (...)"
-JOINED = "(with neighbouring sentences)"  # what rag.agent.injection adds to the reason of a window's flag
+JOINED = "(with neighbouring sentences)"  # rag.agent.injection adds this to the reason of a window's flag
 
 
 def context(sents: list[str], flags: list) -> str:

@@ -7,8 +7,8 @@ Training texts, labelled attack (1) or look-alike (0):
   read as the verifier reads it at query time (its flagged sentences with their neighbours). These are the
   look-alikes the classifier and rules get wrong, beside the attacks they get right.
 
-The threshold is chosen on predictions cross-validated by round (two rounds out at a time, the model fitted on the
-trained sets and the other rounds): the one that minimises LOST_ATTACK_COST x (vetoable attacks below it) +
+The threshold is chosen on predictions cross-validated by round (two rounds out at a time, round 50 alone; the model
+fitted on the trained sets and the other rounds): the one that minimises LOST_ATTACK_COST x (vetoable attacks below it) +
 (look-alikes and how-to sentences at or above it). The corpus sentences of rag.agent.injection_eval, which every
 round's false-positive count includes, are never trained on.
 
