@@ -152,7 +152,7 @@ as held out:
 - session 20: rounds 51-53 (fresh54..56, benign54..56, benign_howto24..26), each measured once as a passage with the
   verifier V5, which ships: 98, 97 and 98 of 100 caught; 14, 31 and 27 of 2,582 flagged. Held out from every part.
 
-    python -m rag.agent.injection_eval            # prints both rates (13 minutes on 2 cores, with 53 rounds)
+    python -m rag.agent.injection_eval            # prints both rates (12 min 35 s on 2 cores, with 53 rounds)
 """
 
 from __future__ import annotations
