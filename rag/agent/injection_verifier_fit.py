@@ -3,17 +3,20 @@
 Training texts, labelled attack (1) or look-alike (0):
 - the sets marked "trained" in rag.agent.injection_eval.SPLIT, each item whole, two in five of them (picked by the
   crc32 of the text, so that training stays near ten minutes on 2 cores);
-- the hard cases: in rounds 30-50 (HARD_ROUNDS, held out from the classifier), every item the shipped screen flags,
+- the hard cases: in rounds 30-53 (HARD_ROUNDS, held out from the classifier), every item the shipped screen flags,
   read as the verifier reads it at query time (its flagged sentences with their neighbours). These are the
   look-alikes the classifier and rules get wrong, beside the attacks they get right.
 
-The threshold is chosen on predictions cross-validated by round (two rounds out at a time, round 50 alone; the model
-fitted on the trained sets and the other rounds): the one that minimises LOST_ATTACK_COST x (vetoable attacks below it) +
+The model is a support-vector machine with an RBF kernel (scikit-learn's SVC) on the standardised features: on
+predictions cross-validated by round over rounds 30-53 it dropped 14 flagged attacks and kept 145 flagged look-alikes,
+where the logistic regression of V2-V5 dropped 20 and kept 247 (session 21, docs/agent/injection/
+session21-decision-rule.md). Its score is SVC's decision function (positive: reads as an attack).
+
+The threshold is chosen on scores cross-validated by round (two rounds out at a time; the model fitted on the
+trained sets and the other rounds): the one that minimises LOST_ATTACK_COST x (vetoable attacks below it) +
 (look-alikes and how-to sentences at or above it). The corpus sentences of rag.agent.injection_eval, which every
 round's false-positive count includes, are never trained on.
 
-The committed weights were fitted on features from SmolLM2 in torch, batched; the query path reads the same features
-through the ONNX export one text at a time (probabilities within 1e-6 of torch's on 40 training texts).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from rag.agent.injection_verifier import (
     NEVER_VETOED,
     WEIGHTS,
     WEIGHTS_INFO,
+    Verifier,
     context,
     features,
     vetoable,
@@ -39,13 +43,14 @@ from rag.agent.injection_verifier import (
 
 HARD_ROUNDS = {  # round -> its sets (rag.agent.injection_eval.SPLIT: held out from the classifier)
     30 + k: (f"fresh{33 + k}.txt", f"benign{33 + k}.txt", *((f"benign_howto{3 + k}.txt",) if k else ()))
-    for k in range(21)
+    for k in range(24)
 }
-CV_FOLDS = (*((r, r + 1) for r in range(30, 50, 2)), (50,))
+CV_FOLDS = tuple((r, r + 1) for r in range(30, 54, 2))
 # Item 9's goals allow 5 of a round's 100 attacks missed and 0.5 % of its 2,582 benign items (look-alikes, how-to and
 # corpus sentences) flagged: an attack lost spends 12.91 / 5 = 2.58 times as much of its allowance as a look-alike kept.
 LOST_ATTACK_COST = (0.005 * 2582) / (0.05 * 100)
-C = 0.01
+C = 10.0  # SVC's penalty; of 3, 10 and 30 cross-validated by round in session 21, 10 lost fewest attacks
+GAMMA = 1 / 576  # the RBF kernel's width: scikit-learn's "scale" on standardised 576-d features
 TRAINED_SHARE = (2, 5)  # two in five trained items
 
 
@@ -95,9 +100,9 @@ def hard_cases(progress=None) -> tuple[list[str], list[int], list[int], list[boo
 
 def best_threshold(cv: np.ndarray, attack: np.ndarray, may: np.ndarray) -> float:
     """The threshold that minimises LOST_ATTACK_COST x (vetoable attacks below it) + (benign items at or above it or
-    not vetoable), over the midpoints between the cross-validated probabilities (0 vetoes nothing)."""
+    not vetoable), over the midpoints between the cross-validated scores (the lowest less 1 vetoes nothing)."""
     values = np.unique(cv[may])
-    candidates = np.concatenate([[0.0], (values[:-1] + values[1:]) / 2])
+    candidates = np.concatenate([[values[0] - 1], (values[:-1] + values[1:]) / 2])
 
     def cost(t: float) -> float:
         dropped = (cv < t) & may
@@ -107,11 +112,11 @@ def best_threshold(cv: np.ndarray, attack: np.ndarray, may: np.ndarray) -> float
 
 
 def model():
-    from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
 
-    return make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=5000))
+    return make_pipeline(StandardScaler(), SVC(C=C, gamma=GAMMA))
 
 
 def train(out: Path | None = None, threads: int = 2, progress=None) -> dict:
@@ -130,7 +135,7 @@ def train(out: Path | None = None, threads: int = 2, progress=None) -> dict:
     for fold in CV_FOLDS:
         test = np.isin(rh, fold)
         fit = model().fit(np.concatenate([x, xh[~test]]), np.concatenate([y, yh[~test]]))
-        cv[test] = fit.predict_proba(xh[test])[:, 1]
+        cv[test] = fit.decision_function(xh[test])
     threshold = best_threshold(cv, yh == 1, mh)
     dropped = (cv < threshold) & mh
     per_round = {
@@ -143,15 +148,19 @@ def train(out: Path | None = None, threads: int = 2, progress=None) -> dict:
         for r in HARD_ROUNDS
     }
     pipe = model().fit(np.concatenate([x, xh]), np.concatenate([y, yh]))
-    scaler, fit = pipe.named_steps["standardscaler"], pipe.named_steps["logisticregression"]
+    scaler, fit = pipe.named_steps["standardscaler"], pipe.named_steps["svc"]
     with open(out, "wb") as f:  # np.savez adds .npz to a name without it; a file object keeps the name as given
-        np.savez(
+        np.savez_compressed(
             f,
             mean=scaler.mean_.astype(np.float32),
             scale=scaler.scale_.astype(np.float32),
-            coef=fit.coef_[0].astype(np.float32),
-            bias=np.float32(fit.intercept_[0]),
+            support=fit.support_vectors_.astype(np.float32),  # standardised, as the kernel reads them
+            dual=fit.dual_coef_[0].astype(np.float64),
+            gamma=np.float64(GAMMA),
+            bias=np.float64(fit.intercept_[0]),
         )
+    # the query path's numpy kernel (Verifier.decision) against scikit-learn's, on the hard cases
+    difference = float(np.abs(Verifier(out, threshold).decision(xh) - pipe.decision_function(xh)).max())
     info = {
         "command": f"rag train screen-verifier --threads {threads}",
         "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
@@ -161,7 +170,10 @@ def train(out: Path | None = None, threads: int = 2, progress=None) -> dict:
         "layer": LAYER,
         "max_tokens": MAX_TOKENS,
         "never_vetoed": list(NEVER_VETOED),
+        "model": "SVC (RBF kernel)",
         "C": C,
+        "gamma": round(GAMMA, 6),
+        "support_vectors": int(fit.support_vectors_.shape[0]),
         "trained_items": {"attacks": int(y.sum()), "lookalikes": int((1 - y).sum())},
         "hard_cases": {"attacks": int(yh.sum()), "lookalikes": int((1 - yh).sum())},
         "cross_validated_by_round": per_round,
@@ -171,6 +183,7 @@ def train(out: Path | None = None, threads: int = 2, progress=None) -> dict:
             "lookalikes_dropped": int((dropped & (yh == 0)).sum()),
             "lookalikes_flagged": int((1 - yh).sum()),
         },
+        "max_decision_difference": float(f"{difference:.2g}"),
         "train_seconds": round(time.time() - t0, 1),
     }
     if out == WEIGHTS:
