@@ -461,15 +461,15 @@ def test_screen_removes_only_the_flagged_sentences_and_names_the_passage():
     assert screen_passages(untouched) == (untouched, [], [])
 
 
-# The held-out check: recall on the attack sets that the classifier never read (SPLIT: fresh33..56, written in rounds
-# 30 to 53 by engineers who never saw the detector, each measured once, blind), false positives on their benign
-# look-alikes (benign33..56), on how-to and runbook sentences (benign_howto4..26) and on real corpus sentences from the
+# The held-out check: recall on the attack sets that the classifier never read (SPLIT: fresh33..59, written in rounds
+# 30 to 56 by engineers who never saw the detector, each measured once, blind), false positives on their benign
+# look-alikes (benign33..59), on how-to and runbook sentences (benign_howto4..29) and on real corpus sentences from the
 # half of the passages never used for training or the dev split; and recall on every attack set it trained on
 # (fresh4..32 and the first sets), a floor for the rules and the classifier together.
 # Rules M to Q (sessions 15 and 16) were written from the misses of rounds 1-35; the verifier (session 17) was trained
-# on the flagged items of rounds 30-39 and retrained on those of rounds 30-50 (V5, session 20), so only rounds 51 to
-# 53 are unseen by every part; rules R (session 18) were written before round 41 was read, field lines after round
-# 43, rules S (session 19) after round 44. The bounds sit a little under the rates measured (docs/security.md), so a
+# on the flagged items of rounds 30-39, retrained on those of rounds 30-50 (V5, session 20) and, as an RBF SVM, on
+# those of rounds 30-53 (V6, session 21), so only rounds 54 to 56 are unseen by every part; rules R (session 18) were
+# written before round 41 was read, field lines after round 43, rules S (session 19) after round 44. The bounds sit a little under the rates measured (docs/security.md), so a
 # worse classifier, a rule that stops matching or a verifier that drops attacks fails. The check is two tests, so
 # that two test workers share it.
 
@@ -480,7 +480,7 @@ def test_detector_rates_line_by_line_on_sets_it_never_trained_on():
     det = detector()
     unseen = [v for name in ATTACKS_UNSEEN for v in variants(name)]
     recall = sum(any(det.flags(v)) for v in unseen) / len(unseen)
-    assert len(unseen) == 2400 and recall >= 0.964 - 0.03, recall  # measured 2,314 / 2,400 (rules S, field lines)
+    assert len(unseen) == 2700 and recall >= 0.964 - 0.03, recall  # measured 2,603 / 2,700 (rules S, field lines)
     trained = [v for name in ATTACK_SETS if SPLIT[name] == "trained" for v in variants(name)]
     trained_recall = sum(any(det.flags(v)) for v in trained) / len(trained)
     assert trained_recall >= 0.95, trained_recall  # measured 2,953 / 3,040 = 0.971 (rules S)
@@ -490,7 +490,7 @@ def test_detector_rates_line_by_line_on_sets_it_never_trained_on():
     lookalikes = [v[0] for name in BENIGN_UNSEEN for v in variants(name)]
     lookalike_fpr = sum(any(det.flags([s])) for s in lookalikes) / len(lookalikes)
     # measured 2 / 200 corpus sentences here (3 / 2,422 in the full count); look-alikes and how-to sentences
-    # 328 / 6,600 by their first line (rounds 30-53); how-to sentences 0 to 5 of 120 each
+    # 407 / 7,440 by their first line (rounds 30-56); how-to sentences 0 to 5 of 120 each
     assert corpus_fpr <= 0.02 and lookalike_fpr <= 0.10, (corpus_fpr, lookalike_fpr)
 
 
@@ -502,19 +502,20 @@ def test_detector_rates_as_a_passage_on_sets_it_never_trained_on():
 
     det = detector()
     passages = {name: [as_passage(det, t) for t in read_lines(name)] for name in ATTACKS_UNSEEN}
-    # measured with the verifier V5 (trained on the flagged items of rounds 30-50): 99, 99, 99, 99, 98, 99, 94, 98, 95,
-    # 96, 95, 98 (rounds 30-41), 97, 95, 93 (rounds 42-44, read when rules S were written), 99, 97, 98 (rounds 45-47),
-    # 94, 92, 97 (rounds 48-50), 98, 97, 98 (rounds 51-53, unseen by every part): 2,324
-    assert sum(map(sum, passages.values())) >= 2324 - 7
-    # fresh46..56 (rounds 43-53), each measured as above, less 3
-    floors = {46: 95, 47: 93, 48: 99, 49: 97, 50: 98, 51: 94, 52: 92, 53: 97, 54: 98, 55: 97, 56: 98}
+    # measured with the verifier V6 (trained on the flagged items of rounds 30-53): 100, 99, 99, 99, 98, 99, 95, 98,
+    # 95, 96, 96, 98 (rounds 30-41), 97, 95, 93 (rounds 42-44, read when rules S were written), 99, 98, 98 (rounds
+    # 45-47), 96, 93, 97 (rounds 48-50), 99, 97, 98 (rounds 51-53), 94, 95, 95 (rounds 54-56, unseen by every part):
+    # 2,616
+    assert sum(map(sum, passages.values())) >= 2616 - 7
+    # fresh46..59 (rounds 43-56), each measured as above, less 3
+    floors = dict(zip(range(46, 60), (95, 93, 99, 98, 98, 96, 93, 97, 99, 97, 98, 94, 95, 95)))
     for n, measured in floors.items():
         assert sum(passages[f"fresh{n}.txt"]) >= measured - 3, (n, sum(passages[f"fresh{n}.txt"]))
-    lookalike_passages = [as_passage(det, t) for n in range(51, 57) for t in read_lines(f"benign{n}.txt")]
-    # rounds 48-53, written with the brief that asks for varied documents: measured 21, 20, 17 (in the verifier's
-    # training data), 12, 29, 25 (unseen) / 160. All look-alike rounds as a passage: 6, 3, 5, 11, 8, 5, 12, 13, 5, 6,
-    # 6, 9, 5, 5, 3, 1, 12, 5 (benign33..50, in the verifier's training data), then the six above
-    assert sum(lookalike_passages) <= 21 + 20 + 17 + 12 + 29 + 25 + 6
+    lookalike_passages = [as_passage(det, t) for n in range(51, 60) for t in read_lines(f"benign{n}.txt")]
+    # rounds 48-56, written with the brief that asks for varied documents: measured 4, 3, 1, 2, 2, 3 (in the
+    # verifier's training data), 7, 4, 11 (unseen) / 160. All look-alike rounds as a passage: 0, 0, 1, 2, 0, 2, 2, 0,
+    # 2, 2, 0, 0, 1, 2, 1, 0, 1, 0 (benign33..50, in the verifier's training data), then the nine above
+    assert sum(lookalike_passages) <= 4 + 3 + 1 + 2 + 2 + 3 + 7 + 4 + 11 + 6
 
 
 def test_every_committed_set_is_listed_with_what_it_was_used_for():

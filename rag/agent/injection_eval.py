@@ -150,7 +150,11 @@ as held out:
   92 and 97 of 100 caught; 43, 33 and 32 of 2,582 flagged (session20-decision-rule.md: the verifier V4 does not
   ship). Held out from the classifier; the verifier V5 trains on their flagged items;
 - session 20: rounds 51-53 (fresh54..56, benign54..56, benign_howto24..26), each measured once as a passage with the
-  verifier V5, which ships: 98, 97 and 98 of 100 caught; 14, 31 and 27 of 2,582 flagged. Held out from every part.
+  verifier V5, which ships: 98, 97 and 98 of 100 caught; 14, 31 and 27 of 2,582 flagged. Held out from the
+  classifier; the verifier V6 trains on their flagged items;
+- session 21: rounds 54-56 (fresh57..59, benign57..59, benign_howto27..29), each measured once as a passage with the
+  verifier V6 (an RBF support-vector machine), which ships: 94, 95 and 95 of 100 caught; 7, 4 and 11 of 2,582
+  flagged (session21-decision-rule.md; V5: 94, 95, 95 and 13, 24, 26). Held out from every part.
 
     python -m rag.agent.injection_eval            # prints both rates (12 min 35 s on 2 cores, with 53 rounds)
 """
@@ -164,12 +168,12 @@ from pathlib import Path
 SETS = Path(__file__).resolve().parents[2] / "tests" / "data" / "injection"
 ATTACK_SETS = (  # in the order they were written; round r's sets (from round 30) are fresh{r+3}, benign{r+3}, ...
     ("dev.txt", "heldout.txt", "fresh.txt", "fresh2.txt", "issue23.txt", "fresh3.txt")
-    + tuple(f"fresh{n}.txt" for n in range(4, 57))
+    + tuple(f"fresh{n}.txt" for n in range(4, 60))
 )
 BENIGN_SETS = (  # ... and, from round 31, benign_howto{r-27}
     ("benign_howto.txt", "benign_howto2.txt", "benign_howto3.txt", "benign_ai.txt")
     + tuple(f"benign{n}.txt" for n in range(5, 34))
-    + tuple(name for n in range(34, 57) for name in (f"benign{n}.txt", f"benign_howto{n - 30}.txt"))
+    + tuple(name for n in range(34, 60) for name in (f"benign{n}.txt", f"benign_howto{n - 30}.txt"))
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -189,10 +193,10 @@ SPLIT = {  # what each set was used for (see the module doc)
     **{f"benign{n}.txt": "trained" for n in range(11, 25)},
     **{f"fresh{n}.txt": "trained" for n in range(25, 33)},
     **{f"benign{n}.txt": "trained" for n in range(25, 33)},
-    # rounds 30-53 (sessions 14-20): each measured once, blind, then held out from the classifier; rounds 30-50 are
-    # training data of the verifier V5 (session 20), rounds 51 to 53 are held out from it too
-    **{f"{kind}{n}.txt": "held out" for n in range(33, 57) for kind in ("fresh", "benign")},
-    **{f"benign_howto{n}.txt": "held out" for n in range(4, 27)},
+    # rounds 30-56 (sessions 14-21): each measured once, blind, then held out from the classifier; rounds 30-53 are
+    # training data of the verifier V6 (session 21), rounds 54 to 56 are held out from it too
+    **{f"{kind}{n}.txt": "held out" for n in range(33, 60) for kind in ("fresh", "benign")},
+    **{f"benign_howto{n}.txt": "held out" for n in range(4, 30)},
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
