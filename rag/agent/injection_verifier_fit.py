@@ -8,7 +8,7 @@ Training texts, labelled attack (1) or look-alike (0):
   look-alikes the classifier and rules get wrong, beside the attacks they get right.
 
 The model is a support-vector machine with an RBF kernel (scikit-learn's SVC) on the standardised features: on
-predictions cross-validated by round over rounds 30-53 it dropped 14 flagged attacks and kept 145 flagged look-alikes,
+predictions cross-validated by round over rounds 30-53 it dropped 14 flagged attacks and kept 146 flagged look-alikes,
 where the logistic regression of V2-V5 dropped 20 and kept 247 (session 21, docs/agent/injection/
 session21-decision-rule.md). Its score is SVC's decision function (positive: reads as an attack).
 
@@ -16,7 +16,6 @@ The threshold is chosen on scores cross-validated by round (two rounds out at a 
 trained sets and the other rounds): the one that minimises LOST_ATTACK_COST x (vetoable attacks below it) +
 (look-alikes and how-to sentences at or above it). The corpus sentences of rag.agent.injection_eval, which every
 round's false-positive count includes, are never trained on.
-
 """
 
 from __future__ import annotations
@@ -49,7 +48,7 @@ CV_FOLDS = tuple((r, r + 1) for r in range(30, 54, 2))
 # Item 9's goals allow 5 of a round's 100 attacks missed and 0.5 % of its 2,582 benign items (look-alikes, how-to and
 # corpus sentences) flagged: an attack lost spends 12.91 / 5 = 2.58 times as much of its allowance as a look-alike kept.
 LOST_ATTACK_COST = (0.005 * 2582) / (0.05 * 100)
-C = 10.0  # SVC's penalty; of 3, 10 and 30 cross-validated by round in session 21, 10 lost fewest attacks
+C = 10.0  # SVC's penalty; of 3 and 10 (and 30 with half this GAMMA), cross-validated by round in session 21, 10 cost least
 GAMMA = 1 / 576  # the RBF kernel's width: scikit-learn's "scale" on standardised 576-d features
 TRAINED_SHARE = (2, 5)  # two in five trained items
 

@@ -188,7 +188,7 @@ def train_screen_verifier(
 ):
     """Fit the screen's verifier: an RBF support-vector machine over SmolLM2's hidden states that takes a second look at
     each passage the injection screen flags, and drops the flags of text about an AI system rather than addressed to
-    it. Encodes about 6,100 texts (about 11 minutes on 2 cores) and prints the figures cross-validated by round."""
+    it. Encodes about 6,100 texts (about 12 minutes on 2 cores) and prints the figures cross-validated by round."""
     _train_screen_verifier(threads, out)
 
 
