@@ -122,6 +122,7 @@ class Verifier:
             self.mean, self.scale = data["mean"].astype(np.float64), data["scale"].astype(np.float64)
             self.support, self.dual = data["support"].astype(np.float64), data["dual"].astype(np.float64)
             self.gamma, self.bias = float(data["gamma"]), float(data["bias"])
+        self.support_sq = (self.support**2).sum(1)  # |sv_i|^2, once rather than per call
         self.threshold = float(json.loads(WEIGHTS_INFO.read_text())["threshold"]) if threshold is None else threshold
         self.cache: dict[str, float] = {}
         self.lock = threading.Lock()
@@ -130,7 +131,7 @@ class Verifier:
         """SVC's decision function on raw features [n, 576]: sum_i dual_i exp(-gamma |z - sv_i|^2) + bias, z the
         standardised features."""
         z = (x.astype(np.float64) - self.mean) / self.scale
-        sq = (z**2).sum(1)[:, None] - 2 * z @ self.support.T + (self.support**2).sum(1)[None, :]
+        sq = (z**2).sum(1)[:, None] - 2 * z @ self.support.T + self.support_sq[None, :]
         return np.exp(-self.gamma * np.maximum(sq, 0)) @ self.dual + self.bias
 
     def scores(self, texts: list[str]) -> np.ndarray:
