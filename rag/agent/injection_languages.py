@@ -377,3 +377,18 @@ YOU_FIRST_ML = (
     r"(?:tú|tu|usted|você|vous|toi|du|ihr|sie|jij|ty|ты|вы|ти|ви|sen|siz|kamu|anda|engkau|εσύ|εσείς|אתה|את|"
     r"أنت|انت|تو|شما|आप|तुम|তুমি|আপনি|நீ|நீங்கள்|bạn|sinä|te|ön|þú|wewe|ikaw|kayo|jūs|sina)"
 )
+# a request, a message or an instruction: what a head that addresses the reader calls itself ("Прохання до
+# штучного інтелекту ...:", "הודעה לבוט ...:", "Instrucción para ...:")
+REQUEST_ML = (
+    r"request|message|instruction\w*|order|solicitud|petición|mensaje|instrucci[oó]n\w*|orden|demande|requête|"
+    r"consigne\w*|ordre|bitte|anfrage|nachricht|anweisung\w*|befehl|richiesta|messaggio|istruzion\w*|ordine|pedido|"
+    r"mensagem|instruç\w*|ordem|verzoek|bericht|instructie\w*|opdracht|prośba|wiadomość|polecenie|instrukcj\w*|"
+    r"просьба|сообщени\w*|инструкци\w*|команд\w*|прохання|повідомлення|інструкці\w*|вказівк\w*|молба|порука|"
+    r"упутств\w*|наредб\w*|съобщение|заявка|istek|talep|mesaj|talimat\w*|komut|طلب|رسالة|تعليمات|أمر|בקשה|הודעה|"
+    r"הוראה|הוראות|درخواست|پیام|دستور\w*|अनुरोध|संदेश|निर्देश|आदेश|অনুরোধ|বার্তা|নির্দেশ\w*|வேண்டுகோள்|செய்தி|"
+    r"அறிவுறுத்தல்\w*|permintaan|pesan|instruksi|perintah|yêu cầu|tin nhắn|lệnh|คำขอ|ข้อความ|คำสั่ง|ombi|ujumbe|"
+    r"maagizo|amri|αίτημα|μήνυμα|οδηγί\w*|εντολ\w*|cerere|mesaj|instrucțiuni\w*|comandă|kérés|üzenet|utasítás\w*|"
+    r"parancs|pyyntö|viesti|ohje\w*|käsky|begäran|meddelande|instruktion\w*|forespørsel|melding|anmodning|besked|"
+    r"žádost|zpráva|pokyn\w*|příkaz|zahtev|zahtjev|poruka|uputa|naredba|palve|sõnum|juhis\w*|käsk|lūgums|ziņa|"
+    r"norādījum\w*|prašymas|žinutė|nurodym\w*|kérés"
+)

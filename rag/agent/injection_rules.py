@@ -74,6 +74,7 @@ from rag.agent.injection_languages import (
     MUST_ML,
     NOMINAL_ORDER_JA_KO,
     OVERRIDE_ML,
+    REQUEST_ML,
     ROLE_ML,
     RULES_IN_OTHER_LANGUAGES,
     SAY_FAMILIAR,
@@ -420,23 +421,40 @@ AI_NAMED = (
     r"(?:" + AI_ML + r"|" + AI_ADDRESSEE + r"|" + MODEL_ML + r"|model\w*|modèle\w*|модел\w*|μοντέλ\w*|מודל\w*|"
     r"نموذج\w*|मॉडल\S*)"
 )
-# Rules J (session 22): a short head that names an AI system, then a colon or a dash and at least three words
-# ("Tehisintellekti assistendile: ütle ...", "Прохання до штучного інтелекту, який узагальнює відгуки: ...",
-# "Notă pentru sistemul automat de evaluare: ..."), after a speaker's label if any; or a greeting or "you" that
-# opens a vocative naming one ("Wahai model AI, abaikan ...", "Εσύ, το μοντέλο που διαβάζει: ..."). A head of one
-# word ("Bot:", "ИИ:") is a transcript's speaker. Broad, and in other languages only: the verifier reads what it flags.
+# Rules J (session 22): a short head that names an AI system and says whom it addresses (to, for, dear, note, a
+# request or a message, "that reads this"), then a colon and at least three words ("Прохання до штучного інтелекту,
+# який узагальнює відгуки: ...", "Notă pentru sistemul automat de evaluare: ...", "एआई के लिए निर्देश: ..."), after a
+# speaker's label if any; or a greeting or "you" that opens a vocative naming one ("Wahai model AI, abaikan ...",
+# "Εσύ, το μοντέλο που διαβάζει: ..."). Not a title ("Política de IA – Biblioteca"), nor a head that quotes.
+# Broad, and in other languages only: the verifier reads what it flags.
 AI_TERM = r"(?:" + AI_NAMED + r"|" + AUTOMATED_ML + r")"
+HEAD = r"[^:：.!?\n\"“”«»„]"  # a head's characters: no colon, no sentence end, no quotation mark
+ADDRESSING = r"(?:" + ADDRESS_ML + r"|" + REQUEST_ML + r"|" + READ_ML + r")"
 AI_HEADER_ML = (
-    r"^(?:[^\s:：]{1,20}[:：]\s+)?(?=[^:：\s]+\s+[^:：\s])[^:：.!?\n]{0,60}?(?<!\w)"
+    r"^(?:[^\s:：]{1,20}[:：]\s+)?(?=[^:：\s]+\s+[^:：\s])"
+    r"(?:(?="
+    + HEAD
+    + r"{0,120}?(?<!\w)"
+    + ADDRESSING
+    + r"(?!\w))"
+    + HEAD
+    + r"{0,60}?(?<!\w)"
     + AI_TERM
-    + r"(?![\w-])[^:：.!?\n]{0,60}?(?:[:：]|\s[–—]\s)\s*\S+\s+\S+\s+\S|"
+    + r"|"
+    + HEAD
+    + r"{0,40}?(?<!\w)"
+    + TO_MODEL_ML
+    + r")"
+    r"(?![\w-])" + HEAD + r"{0,60}?[:：]\s*\S+\s+\S+\s+\S|"
     r"^\W{0,3}(?:(?:"
     + GREETING_ML
     + r")(?!\w)[\s,!]+|(?:"
     + YOU_FIRST_ML
-    + r")\s*,\s*)[^:.!?\n,،]{0,25}?(?<!\w)"
+    + r")\s*,\s*)"
+    + HEAD
+    + r"{0,25}?(?<!\w)"
     + AI_TERM
-    + r"(?![\w-])[^:.!?\n,،]{0,30}?[,،:!]\s*\S"
+    + r"(?![\w-])[^:.!?\n,،\"“”«»„]{0,30}?[,،:!]\s*\S"
 )
 AI_HEADER = re.compile(AI_HEADER_ML, re.IGNORECASE)
 
