@@ -98,7 +98,7 @@ MUST_ML = (
 # "if you are an AI / a language model / an assistant"
 IF_AI_ML = (
     r"\bsi (?:vous êtes|tu es) (?:une? )?(?:ia|intelligence artificielle|assistant|modèle|chatbot|robot)\b|"
-    r"\bwenn (?:du|sie) (?:eine? )?(?:ki|sprachmodell|assistent|chatbot|bot)\b[^.!?\n]{0,20}\b(?:bist|sind)\b|"
+    r"\b(?:wenn|falls|sofern) (?:du|sie) (?:eine? )?(?:ki|sprachmodell|assistent|chatbot|bot)\b[^.!?\n]{0,20}\b(?:bist|sind)\b|"
     r"\bsi (?:eres|usted es) (?:una? )?(?:ia|inteligencia artificial|asistente|modelo)\b|"
     r"\bse (?:(?:você|voce|tu) )?(?:é|e|for|fores|és) (?:uma? )?(?:ia|inteligência artificial|assistente|modelo)\b|"
     r"\bse (?:sei|è) (?:un'?|una )?(?:ia|intelligenza artificiale|assistente|modello)\b|"

@@ -427,11 +427,14 @@ AI_NAMED = (
 # speaker's label if any; or a greeting or "you" that opens a vocative naming one ("Wahai model AI, abaikan ...",
 # "Εσύ, το μοντέλο που διαβάζει: ..."). Not a title ("Política de IA – Biblioteca"), nor a head that quotes.
 # Broad, and in other languages only: the verifier reads what it flags.
-AI_TERM = r"(?:" + AI_NAMED + r"|" + AUTOMATED_ML + r")"
-HEAD = r"[^:：.!?\n\"“”«»„]"  # a head's characters: no colon, no sentence end, no quotation mark
+AI_TERM = (  # with the Hebrew and Arabic prefixes of "to the" ("לבינה המלאכותית", "للذكاء الاصطناعي")
+    r"(?:" + AI_NAMED + r"|" + AUTOMATED_ML + r"|[ולהבמש]{0,2}ה?בינה ה?מלאכותית|لل?ذكاء الاصطناعي)"
+)
+COLON = r"[:：፡፦՝]"  # and the Ethiopic and Armenian marks that end a head ("ለAI ረዳቱ ማስታወሻ፡", "... օգնականին՝")
+HEAD = r"[^:：፡፦՝.!?։።\n\"“”«»„]"  # a head's characters: no colon, no sentence end, no quotation mark
 ADDRESSING = r"(?:" + ADDRESS_ML + r"|" + REQUEST_ML + r"|" + READ_ML + r")"
 AI_HEADER_ML = (
-    r"^(?:[^\s:：]{1,20}[:：]\s+)?(?=[^:：\s]+\s+[^:：\s])"
+    r"^(?:[^\s:：]{1,20}[:：]\s+)?(?=[^:：፡፦՝\s]+\s+[^:：፡፦՝\s])"
     r"(?:(?="
     + HEAD
     + r"{0,120}?(?<!\w)"
@@ -445,7 +448,7 @@ AI_HEADER_ML = (
     + r"{0,40}?(?<!\w)"
     + TO_MODEL_ML
     + r")"
-    r"(?![\w-])" + HEAD + r"{0,60}?[:：]\s*\S+\s+\S+\s+\S|"
+    r"(?![\w-])" + HEAD + r"{0,60}?" + COLON + r"\s*\S+\s+\S+\s+\S|"
     r"^\W{0,3}(?:(?:"
     + GREETING_ML
     + r")(?!\w)[\s,!]+|(?:"
