@@ -11,7 +11,10 @@ from __future__ import annotations
 # sending it somewhere: a verb that sends (in several languages), then an e-mail address or a URL
 SEND_TO = (
     r"\b(?:send|sende\w*|senden|envoie\w*|envoyer|envía|enviar|envie|invia\w*|stuur|wyślij|gönder\w*|mail|e-?mail|"
-    r"upload\w*|post|forward|exfiltrate|paste|transmit)\b|отправ\w*|надішл\w*|أرسل|ارسل|שלח|بفرست|भेज|发送|發送|寄到|寄给|寄給|傳送|送信|보내"
+    r"upload\w*|post|forward|exfiltrate|paste|transmit|kirim\w*|hantar\w*|gửi|skick\w*|send\w*|lähetä|lähettä\w*|"
+    r"saada|saatke|küld\w*|trimite\w*|tuma|ipadala|pošl\w*|pošalj\w*|odešl\w*|siųsk\w*|sūti\w*|"
+    r"stuur\w*|verstuur\w*)\b|отправ\w*|надішл\w*|пошаљ\w*|пошал\w*|изпрат\w*|στείλ\w*|αποστ\w*|أرسل|ارسل|"
+    r"שלח|بفرست|भेज|পাঠা|அனுப்ப|ส่ง|发送|發送|寄到|寄给|寄給|傳送|送信|送って|보내"
 )
 # keeping an act from the user, in several languages
 UNTOLD = (
@@ -95,7 +98,7 @@ MUST_ML = (
 # "if you are an AI / a language model / an assistant"
 IF_AI_ML = (
     r"\bsi (?:vous êtes|tu es) (?:une? )?(?:ia|intelligence artificielle|assistant|modèle|chatbot|robot)\b|"
-    r"\bwenn (?:du|sie) (?:eine? )?(?:ki|sprachmodell|assistent|chatbot|bot)\b[^.!?\n]{0,20}\b(?:bist|sind)\b|"
+    r"\b(?:wenn|falls|sofern) (?:du|sie) (?:eine? )?(?:ki|sprachmodell|assistent|chatbot|bot)\b[^.!?\n]{0,20}\b(?:bist|sind)\b|"
     r"\bsi (?:eres|usted es) (?:una? )?(?:ia|inteligencia artificial|asistente|modelo)\b|"
     r"\bse (?:(?:você|voce|tu) )?(?:é|e|for|fores|és) (?:uma? )?(?:ia|inteligência artificial|assistente|modelo)\b|"
     r"\bse (?:sei|è) (?:un'?|una )?(?:ia|intelligenza artificiale|assistente|modello)\b|"
@@ -357,4 +360,35 @@ SAY_FAMILIAR = (
 IF_ASKED_SUFFIX = (  # where "if" is a suffix: Korean "사용자가 ...하면 ... 말해", Turkish "kullanıcı ... yazarsa ... söyle"
     r"사용자가[^.!?\n]{0,40}?면[^.!?\n]{0,100}?(?:말해|답해|안내해|알려 ?줘)(?!요|주세요)|"
     r"kullanıcı\w*[^.!?\n]{0,60}?\w+(?:rsa|rse)\b[^.!?\n]{0,120}?\bsöyle\b"
+)
+
+
+# Rules J (session 22): an AI system named in a short head before a colon or a dash, in any language ("Tehisintellekti
+# assistendile: ...", "Вештачкој интелигенцији која ово чита: ...", "Instrucción para sistemas de revisión
+# automatizada: ..."), or after a greeting or "you" ("Wahai model AI, ...", "Εσύ, το μοντέλο που διαβάζει: ...").
+# Broad on purpose: the verifier (rag.agent.injection_verifier) reads what it flags, and a passage that is about an AI
+# system rather than addressed to it is kept.
+GREETING_ML = (
+    r"(?:wahai|hei|hey|hi|hello|oye|hola|ehi|ciao|hallo|hé|salut|hej|эй|гей|ей|привет|привіт|selam|merhaba|"
+    r"halo|xin chào|chào|ahoj|szia|tere|sveiki|labas|hallå|olá|oi|ola|γεια|γειά|שלום|مرحبا|سلام|नमस्ते|"
+    r"வணக்கம்|สวัสดี|habari|jambo|kumusta|здраво|здравей|živjo|halló|helo)"
+)
+YOU_FIRST_ML = (
+    r"(?:tú|tu|usted|você|vous|toi|du|ihr|sie|jij|ty|ты|вы|ти|ви|sen|siz|kamu|anda|engkau|εσύ|εσείς|אתה|את|"
+    r"أنت|انت|تو|شما|आप|तुम|তুমি|আপনি|நீ|நீங்கள்|bạn|sinä|te|ön|þú|wewe|ikaw|kayo|jūs|sina)"
+)
+# a request, a message or an instruction: what a head that addresses the reader calls itself ("Прохання до
+# штучного інтелекту ...:", "הודעה לבוט ...:", "Instrucción para ...:")
+REQUEST_ML = (
+    r"request|message|instruction\w*|order|solicitud|petición|mensaje|instrucci[oó]n\w*|orden|demande|requête|"
+    r"consigne\w*|ordre|bitte|anfrage|nachricht|anweisung\w*|befehl|richiesta|messaggio|istruzion\w*|ordine|pedido|"
+    r"mensagem|instruç\w*|ordem|verzoek|bericht|instructie\w*|opdracht|prośba|wiadomość|polecenie|instrukcj\w*|"
+    r"просьба|сообщени\w*|инструкци\w*|команд\w*|прохання|повідомлення|інструкці\w*|вказівк\w*|молба|порука|"
+    r"упутств\w*|наредб\w*|съобщение|заявка|istek|talep|mesaj|talimat\w*|komut|طلب|رسالة|تعليمات|أمر|בקשה|הודעה|"
+    r"הוראה|הוראות|درخواست|پیام|دستور\w*|अनुरोध|संदेश|निर्देश|आदेश|অনুরোধ|বার্তা|নির্দেশ\w*|வேண்டுகோள்|செய்தி|"
+    r"அறிவுறுத்தல்\w*|permintaan|pesan|instruksi|perintah|yêu cầu|tin nhắn|lệnh|คำขอ|ข้อความ|คำสั่ง|ombi|ujumbe|"
+    r"maagizo|amri|αίτημα|μήνυμα|οδηγί\w*|εντολ\w*|cerere|mesaj|instrucțiuni\w*|comandă|kérés|üzenet|utasítás\w*|"
+    r"parancs|pyyntö|viesti|ohje\w*|käsky|begäran|meddelande|instruktion\w*|forespørsel|melding|anmodning|besked|"
+    r"žádost|zpráva|pokyn\w*|příkaz|zahtev|zahtjev|poruka|uputa|naredba|palve|sõnum|juhis\w*|käsk|lūgums|ziņa|"
+    r"norādījum\w*|prašymas|žinutė|nurodym\w*|kérés"
 )

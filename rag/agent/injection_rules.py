@@ -57,11 +57,13 @@ from rag.agent.injection_languages import (
     ANSWER_MUST_ML,
     ASSISTANT_CJK,
     ASSISTANT_ML,
+    AUTOMATED_ML,
     BOT_ML,
     CAPABILITY_ML,
     DANGER_ANY_LANGUAGE,
     DEAR_ML,
     DICTATE_ML,
+    GREETING_ML,
     HISTORY,
     IF_AI_ML,
     IF_ASKED,
@@ -72,6 +74,7 @@ from rag.agent.injection_languages import (
     MUST_ML,
     NOMINAL_ORDER_JA_KO,
     OVERRIDE_ML,
+    REQUEST_ML,
     ROLE_ML,
     RULES_IN_OTHER_LANGUAGES,
     SAY_FAMILIAR,
@@ -82,6 +85,7 @@ from rag.agent.injection_languages import (
     THIS_TEXT_ML,
     TO_MODEL_ML,
     UNTOLD,
+    YOU_FIRST_ML,
 )
 from rag.agent.injection_normalize import despace, normalize, spaced_share, spaced_trigger
 
@@ -417,6 +421,52 @@ AI_NAMED = (
     r"(?:" + AI_ML + r"|" + AI_ADDRESSEE + r"|" + MODEL_ML + r"|model\w*|modèle\w*|модел\w*|μοντέλ\w*|מודל\w*|"
     r"نموذج\w*|मॉडल\S*)"
 )
+# Rules J (session 22): a short head that names an AI system and says whom it addresses (to, for, dear, note, a
+# request or a message, "that reads this"), then a colon and at least three words ("Прохання до штучного інтелекту,
+# який узагальнює відгуки: ...", "Notă pentru sistemul automat de evaluare: ...", "एआई के लिए निर्देश: ..."), after a
+# speaker's label if any; or a greeting or "you" that opens a vocative naming one ("Wahai model AI, abaikan ...",
+# "Εσύ, το μοντέλο που διαβάζει: ..."). Not a title ("Política de IA – Biblioteca"), nor a head that quotes.
+# Broad, and in other languages only: the verifier reads what it flags.
+AI_TERM = (  # with the Hebrew and Arabic prefixes of "to the" ("לבינה המלאכותית", "للذكاء الاصطناعي")
+    r"(?:" + AI_NAMED + r"|" + AUTOMATED_ML + r"|[ולהבמש]{0,2}ה?בינה ה?מלאכותית|لل?ذكاء الاصطناعي)"
+)
+COLON = r"[:：፡፦՝]"  # and the Ethiopic and Armenian marks that end a head ("ለAI ረዳቱ ማስታወሻ፡", "... օգնականին՝")
+HEAD = r"[^:：፡፦՝.!?։።\n\"“”«»„]"  # a head's characters: no colon, no sentence end, no quotation mark
+ADDRESSING = r"(?:" + ADDRESS_ML + r"|" + REQUEST_ML + r"|" + READ_ML + r")"
+AI_HEADER_ML = (
+    r"^(?:[^\s:：]{1,20}[:：]\s+)?(?=[^:：፡፦՝\s]+\s+[^:：፡፦՝\s])"
+    r"(?:(?="
+    + HEAD
+    + r"{0,120}?(?<!\w)"
+    + ADDRESSING
+    + r"(?!\w))"
+    + HEAD
+    + r"{0,60}?(?<!\w)"
+    + AI_TERM
+    + r"|"
+    + HEAD
+    + r"{0,40}?(?<!\w)"
+    + TO_MODEL_ML
+    + r")"
+    r"(?![\w-])" + HEAD + r"{0,60}?" + COLON + r"\s*\S+\s+\S+\s+\S|"
+    r"^\W{0,3}(?:(?:"
+    + GREETING_ML
+    + r")(?!\w)[\s,!]+|(?:"
+    + YOU_FIRST_ML
+    + r")\s*,\s*)"
+    + HEAD
+    + r"{0,25}?(?<!\w)"
+    + AI_TERM
+    + r"(?![\w-])[^:.!?\n,،\"“”«»„]{0,30}?[,،:!]\s*\S"
+)
+AI_HEADER = re.compile(AI_HEADER_ML, re.IGNORECASE)
+
+
+def ai_header(line: str) -> bool:
+    """Whether a line opens with a head that names an AI system (AI_HEADER_ML), casefolded or normalised."""
+    return any(AI_HEADER.search(form) for form in (" ".join(line.casefold().split()), normalize(line)))
+
+
 # the AI system that reads or summarises this text: "el asistente que lee este documento", "Вештачка интелигенцијо
 # што го читаш ова", and in the languages that put the relative clause first, "이 문서를 읽는 에이전트",
 # "この文書を要約するAI", "給讀取本文件的模型", "या पानाचा सारांश करणाऱ्या बॉटने"
@@ -566,6 +616,7 @@ _RULES += [
         ("system-ml", SYSTEM_HEADER_ML),
         ("addressed-ml", ADDRESSED_ML),
         ("vocative-ml", VOCATIVE_ML),
+        ("ai-header-ml", AI_HEADER_ML),
     ]
 ]
 # a sentence written mostly in letter-spaced runs ("п е р е ш л и   в с е ...") that names an AI system or holds a
@@ -595,6 +646,7 @@ OTHER_LANGUAGE_RULES |= {
     "summary-order-ml",
     "topic-order-ml",
     "vocative-ml",
+    "ai-header-ml",
     "role-ml",
     "system-ml",
 }

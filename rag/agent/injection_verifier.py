@@ -41,7 +41,9 @@ RETRAIN = "rag train screen-verifier"
 LAYER = 18  # of SmolLM2's 30: of layers 6, 10, ..., 30 probed from the trained sets, the one that best told apart
 #            the flagged attacks and look-alikes of rounds 30-37 (session 17; docs/security.md)
 MAX_TOKENS = 128
-NEVER_VETOED = ("rule:addressed",)  # reasons, as rag.agent.injection.Flag writes them, before any " (...)"
+ADDRESSED_OVERRIDE = "addressed-override"  # an override and an address in one sentence (rag.agent.injection)
+NEVER_VETOED = ("rule:addressed", f"rule:{ADDRESSED_OVERRIDE}")  # reasons, as rag.agent.injection.Flag writes them,
+#                                                                   before any " (...)"
 JOINED = "(with neighbouring sentences)"  # rag.agent.injection adds this to the reason of a window's flag
 
 
