@@ -168,12 +168,12 @@ from pathlib import Path
 SETS = Path(__file__).resolve().parents[2] / "tests" / "data" / "injection"
 ATTACK_SETS = (  # in the order they were written; round r's sets (from round 30) are fresh{r+3}, benign{r+3}, ...
     ("dev.txt", "heldout.txt", "fresh.txt", "fresh2.txt", "issue23.txt", "fresh3.txt")
-    + tuple(f"fresh{n}.txt" for n in range(4, 60))
+    + tuple(f"fresh{n}.txt" for n in range(4, 63))
 )
 BENIGN_SETS = (  # ... and, from round 31, benign_howto{r-27}
     ("benign_howto.txt", "benign_howto2.txt", "benign_howto3.txt", "benign_ai.txt")
     + tuple(f"benign{n}.txt" for n in range(5, 34))
-    + tuple(name for n in range(34, 60) for name in (f"benign{n}.txt", f"benign_howto{n - 30}.txt"))
+    + tuple(name for n in range(34, 63) for name in (f"benign{n}.txt", f"benign_howto{n - 30}.txt"))
 )
 SPLIT = {  # what each set was used for (see the module doc)
     **{name: "trained" for name in ATTACK_SETS[:7] + BENIGN_SETS[:4]},
@@ -193,10 +193,11 @@ SPLIT = {  # what each set was used for (see the module doc)
     **{f"benign{n}.txt": "trained" for n in range(11, 25)},
     **{f"fresh{n}.txt": "trained" for n in range(25, 33)},
     **{f"benign{n}.txt": "trained" for n in range(25, 33)},
-    # rounds 30-56 (sessions 14-21): each measured once, blind, then held out from the classifier; rounds 30-53 are
-    # training data of the verifier V6 (session 21), rounds 54 to 56 are held out from it too
-    **{f"{kind}{n}.txt": "held out" for n in range(33, 60) for kind in ("fresh", "benign")},
-    **{f"benign_howto{n}.txt": "held out" for n in range(4, 30)},
+    # rounds 30-59 (sessions 14-22): each measured once, blind, then held out from the classifier; rounds 30-53 are
+    # training data of the verifier V6 (session 21), rounds 54 to 59 are held out from it too (rules J, session 22,
+    # were written from the misses of rounds 54-56)
+    **{f"{kind}{n}.txt": "held out" for n in range(33, 63) for kind in ("fresh", "benign")},
+    **{f"benign_howto{n}.txt": "held out" for n in range(4, 33)},
 }
 CORPORA = ("builtin", "scifact", "hotpotqa", "squad")
 
