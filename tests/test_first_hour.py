@@ -48,7 +48,7 @@ def test_search_updates_a_changed_folder_first_and_no_update_refuses(cli, tmp_pa
     assert refused.exit_code == 1 and "rag index update --corpus" in refused.output
     fresh_process()
     asked = cli(["ask", "What about quokkas?", "--corpus", folder, "--retriever", "dense", "--json"])
-    assert asked.exit_code == 0, asked.output
+    assert asked.exit_code == 0, (asked.output, repr(asked.exception))
     assert "updating its indexes first" in asked.stderr and "quokkas" in asked.stdout
 
 

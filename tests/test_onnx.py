@@ -149,3 +149,24 @@ def test_index_from_another_backend_is_checked_on_its_probe_set(onnx_encoders, s
     assert accept_backend(loaded.path, legacy, "minilm", "onnx", "rebuild")["same_vectors"]
     with pytest.raises(RagError, match="built with the torch backend and stores no probe set"):
         accept_backend(loaded.path, legacy, "minilm", "onnx-int8", "rebuild")
+
+
+def test_default_queries_fall_back_to_the_build_backend_where_int8_disagrees(tmp_path, monkeypatch):
+    """MiniLM's int8 kernels round differently by CPU; where the default int8 query vectors miss an index's probe
+    bar, the queries run with the backend that built it, with a warning, unless the user chose the backend."""
+    from rag.config import RagWarning
+    from rag.encoders import probe
+    from rag.retrieve import RetrievalSettings, Retriever
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i, text in enumerate(["Rotate the deploy keys every ninety days.", "The cafeteria opens at eight."]):
+        (folder / f"note{i}.md").write_text(f"# Note {i}\n\n{text}\n")
+    Retriever.open(RetrievalSettings(corpus=str(folder), retriever="dense"))  # built with fp32 ONNX
+    monkeypatch.setattr(probe, "PROBE_MIN_COSINE", 0.99999)  # a bar that int8 vectors miss on any CPU
+    with pytest.warns(RagWarning, match="querying with the onnx backend it was built with"):
+        fallback = Retriever.open(RetrievalSettings(corpus=str(folder), retriever="dense"))
+    assert fallback.settings.backend == "onnx" and fallback.description["backend"] == "onnx"
+    assert "Rotate" in fallback.search_many(["how often are the deploy keys rotated?"], k=1)[0][0].passage.text
+    with pytest.raises(probe.BackendDisagrees, match="query with --backend onnx"):
+        Retriever.open(RetrievalSettings(corpus=str(folder), retriever="dense", backend="onnx-int8"))

@@ -19,6 +19,14 @@ PROBE_SIZE = 8
 PROBE_MIN_COSINE = 0.99
 
 
+class BackendDisagrees(RagError):
+    """The query backend does not reproduce an index's probe vectors; `built` is the backend that built it."""
+
+    def __init__(self, message: str, built: str, agreement: dict):
+        super().__init__(message)
+        self.built, self.agreement = built, agreement
+
+
 def make_probe(texts: list[str], vectors: np.ndarray, size: int = PROBE_SIZE) -> dict[str, np.ndarray]:
     """Evenly spaced documents and their vectors (arrays for np.savez; the texts load without pickle)."""
     rows = np.unique(np.linspace(0, len(texts) - 1, num=min(size, len(texts))).astype(int)) if texts else []
@@ -57,10 +65,12 @@ def check_probe(path, probe_digest: str, encoder, built: str, backend: str, hint
             agreement = probe_agreement(encoder, {k: f[k] for k in f.files})
         atomic_write_text(verdict_file, json.dumps(agreement))
     if agreement["mean"] < PROBE_MIN_COSINE:
-        raise RagError(
+        raise BackendDisagrees(
             f"this index was built with the {built} backend and {backend} vectors disagree with it on its "
             f"probe set (mean cosine {agreement['mean']:.4f} < {PROBE_MIN_COSINE}); "
-            f"query with --backend {built}, or {hint}"
+            f"query with --backend {built}, or {hint}",
+            built,
+            agreement,
         )
     return agreement
 

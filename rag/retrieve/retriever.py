@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import time
+import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from rag.config import RagError
+from rag.config import RagError, RagWarning
 from rag.data.corpus import Corpus, Passage, load_corpus
 from rag.data.filters import parse_where
 from rag.encoders import check_backend, get_encoder
 from rag.encoders.cache import with_state
+from rag.encoders.probe import PROBE_MIN_COSINE, BackendDisagrees
 from rag.index.store import IndexMissing, build_and_save, load_index
 from rag.index.update import refresh_if_changed
 from rag.retrieve.bm25 import BM25
@@ -55,6 +57,28 @@ class StageTimer:
         return {**self.ms, "total_ms": (time.perf_counter() - self.start) * 1e3}
 
 
+def load_index_for_queries(corpus: Corpus, spec, settings: RetrievalSettings, chosen: bool):
+    """(the stored index, the settings its queries run with). The default query backend (MiniLM's int8 ONNX) must
+    reproduce the index's probe vectors (rag.encoders.probe); int8 kernels round differently by CPU, and on one
+    without AVX-512 VNNI a small folder's probe set can fall just under the bar (mean cosine 0.9898 measured on an
+    AMD EPYC). Unless the user chose the backend, the queries then run with the one that built the index, with a
+    warning, rather than failing."""
+    try:
+        return load_index(corpus, spec, backend=settings.backend), settings
+    except BackendDisagrees as e:
+        if chosen:
+            raise
+        warnings.warn(
+            f"{settings.backend} query vectors disagree with the index of {corpus.name} on this CPU (mean cosine "
+            f"{e.agreement['mean']:.4f} < {PROBE_MIN_COSINE}); querying with the {e.built} backend it was built "
+            f"with (choose one with --backend)",
+            RagWarning,
+            stacklevel=3,
+        )
+        settings = replace(settings, backend=e.built)
+        return load_index(corpus, spec, backend=e.built), settings
+
+
 @dataclass
 class Retriever:
     corpus: Corpus
@@ -84,6 +108,7 @@ class Retriever:
 
         update: a folder corpus whose files changed since its index was built is updated first (only the changed
         passages are encoded; rag.index.update.refresh_if_changed); False refuses the stale index instead."""
+        chosen = settings is not None and settings.backend is not None  # a backend the user asked for
         settings = (settings or RetrievalSettings()).validated()
         corpus = corpus or load_corpus(settings.corpus)
         enc = loaded = bm25 = None
@@ -92,12 +117,12 @@ class Retriever:
             if update:
                 refresh_if_changed(corpus, spec, progress=progress)
             try:
-                loaded = load_index(corpus, spec, backend=settings.backend)
+                loaded, settings = load_index_for_queries(corpus, spec, settings, chosen)
             except IndexMissing:
                 if not build_missing:
                     raise
                 build_and_save(corpus, spec, progress=progress)  # documents: the encoder's default (fp32) backend
-                loaded = load_index(corpus, spec, backend=settings.backend)
+                loaded, settings = load_index_for_queries(corpus, spec, settings, chosen)
             enc = query_encoder(settings.encoder, settings.backend, loaded.encoder_state)  # this corpus's IDF
         if settings.kind.sparse:
             bm25 = BM25(corpus.passages, cache_key=corpus.content_hash[:16])
