@@ -2,7 +2,7 @@
 
 A sentence is flagged, after normalisation (NFKC, invisible characters dropped, look-alike letters from other
 scripts mapped to Latin by Unicode's confusables table, letter-spaced runs such as "I g n o r e" joined, leetspeak
-read as letters, case folded), when
+read as letters, case folded; base64 runs that decode to readable text read decoded, decode_base64), when
 - the fine-tuned classifier (rag.agent.injection_classifier: MiniLM with adapters, `rag train screen`, run in int8)
   gives it a probability of at least CLASSIFIER_THRESHOLD that it addresses the model (overrides its instructions,
   dictates the answer, gives it a role, makes it leak or link). The classifier reads English: a sentence in
