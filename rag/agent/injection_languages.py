@@ -363,11 +363,9 @@ IF_ASKED_SUFFIX = (  # where "if" is a suffix: Korean "사용자가 ...하면 ..
 )
 
 
-# Rules J (session 22): an AI system named in a short head before a colon or a dash, in any language ("Tehisintellekti
-# assistendile: ...", "Вештачкој интелигенцији која ово чита: ...", "Instrucción para sistemas de revisión
-# automatizada: ..."), or after a greeting or "you" ("Wahai model AI, ...", "Εσύ, το μοντέλο που διαβάζει: ...").
-# Broad on purpose: the verifier (rag.agent.injection_verifier) reads what it flags, and a passage that is about an AI
-# system rather than addressed to it is kept.
+# Rules J (session 22, rag.agent.injection_rules.AI_HEADER_ML): the words of a vocative that opens with a greeting or
+# "you" ("Wahai model AI, ...", "Εσύ, το μοντέλο που διαβάζει: ..."), and what a head addressed to the reader calls
+# itself (REQUEST_ML below)
 GREETING_ML = (
     r"(?:wahai|hei|hey|hi|hello|oye|hola|ehi|ciao|hallo|hé|salut|hej|эй|гей|ей|привет|привіт|selam|merhaba|"
     r"halo|xin chào|chào|ahoj|szia|tere|sveiki|labas|hallå|olá|oi|ola|γεια|γειά|שלום|مرحبا|سلام|नमस्ते|"
@@ -387,8 +385,8 @@ REQUEST_ML = (
     r"упутств\w*|наредб\w*|съобщение|заявка|istek|talep|mesaj|talimat\w*|komut|طلب|رسالة|تعليمات|أمر|בקשה|הודעה|"
     r"הוראה|הוראות|درخواست|پیام|دستور\w*|अनुरोध|संदेश|निर्देश|आदेश|অনুরোধ|বার্তা|নির্দেশ\w*|வேண்டுகோள்|செய்தி|"
     r"அறிவுறுத்தல்\w*|permintaan|pesan|instruksi|perintah|yêu cầu|tin nhắn|lệnh|คำขอ|ข้อความ|คำสั่ง|ombi|ujumbe|"
-    r"maagizo|amri|αίτημα|μήνυμα|οδηγί\w*|εντολ\w*|cerere|mesaj|instrucțiuni\w*|comandă|kérés|üzenet|utasítás\w*|"
+    r"maagizo|amri|αίτημα|μήνυμα|οδηγί\w*|εντολ\w*|cerere|instrucțiuni\w*|comandă|kérés|üzenet|utasítás\w*|"
     r"parancs|pyyntö|viesti|ohje\w*|käsky|begäran|meddelande|instruktion\w*|forespørsel|melding|anmodning|besked|"
     r"žádost|zpráva|pokyn\w*|příkaz|zahtev|zahtjev|poruka|uputa|naredba|palve|sõnum|juhis\w*|käsk|lūgums|ziņa|"
-    r"norādījum\w*|prašymas|žinutė|nurodym\w*|kérés"
+    r"norādījum\w*|prašymas|žinutė|nurodym\w*"
 )
