@@ -51,7 +51,7 @@ test: install browser lint
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The injection screen re-measured on every blind round (tests marked heldout: about 20 minutes of one core). make test
-# checks the six latest rounds instead; run this after a change to the screen (rag/agent/injection*).
+# checks the six latest rounds instead; run this after a change to the screen (rag/screen/detector.py*).
 test-heldout: install
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m heldout
 

@@ -166,8 +166,8 @@ def test_a_yes_no_answer_comes_from_the_sentence_that_settles_it(builtin_retriev
 def test_a_multi_part_question_that_names_entities_answers_each_part(builtin_retriever):
     """A multi-part question that names entities plans a second hop ("long"); its parts still reach the answer
     step, so the second part gets its own sentence (the learned sentence ranker is off here: the rules alone)."""
-    from rag.agent.llm import ExtractiveBackend
-    from rag.agent.reader import default_reader
+    from rag.answer.llm import ExtractiveBackend
+    from rag.answer.reader import default_reader
 
     backend = ExtractiveBackend(embed=builtin_retriever.encoder.encode, reader=default_reader(), ranked_sentence=False)
     result = run_agent(

@@ -1,4 +1,4 @@
-"""The links a two-hop question follows (rag.agent.links), and the grader keeping a passage that the question's
+"""The links a two-hop question follows (rag.answer.links), and the grader keeping a passage that the question's
 subject links to, and the answer after a hop reading a linked passage first. The passages are written for these
 tests."""
 
@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from rag.agent.links import anchors, chain, title_name
 from rag.agent.nodes import link_keeps
-from rag.agent.reader import Span
-from rag.agent.reading import MemoReader, PairReader, best_spans
+from rag.answer.links import anchors, chain, title_name
+from rag.answer.reader import Span
+from rag.answer.reading import MemoReader, PairReader, best_spans
 from rag.data.corpus import Passage
 from rag.retrieve.retriever import Hit
 

@@ -153,7 +153,7 @@ def test_one_short_local_generation():
     """A real SmolLM2 greedy decode of two tokens. One torch thread: on 2 shared cores, 2 threads decode ~10x slower."""
     import torch
 
-    from rag.agent.llm import LocalBackend
+    from rag.answer.llm import LocalBackend
 
     backend = LocalBackend(max_new_tokens=2)
     threads = torch.get_num_threads()
@@ -166,7 +166,7 @@ def test_one_short_local_generation():
 
 
 def test_calculator_figures_survive_an_llm_that_drops_them(chat_server, bm25_builtin):
-    from rag.agent.llm import OpenAIBackend
+    from rag.answer.llm import OpenAIBackend
 
     server = chat_server(reply="The table is fairly large [1].")
     backend = OpenAIBackend()  # a backend built once and passed in, as `rag eval agent` does
@@ -177,7 +177,7 @@ def test_calculator_figures_survive_an_llm_that_drops_them(chat_server, bm25_bui
 
 
 def test_backend_names_are_declared_once():
-    from rag.agent.llm import LLM_BACKENDS, check_llm, get_backend
+    from rag.answer.llm import LLM_BACKENDS, check_llm, get_backend
     from rag.config import RagError
 
     assert LLM_BACKENDS == ("extractive", "local", "openai")
@@ -190,7 +190,7 @@ def test_backend_names_are_declared_once():
 
 
 def test_extractive_short_answers_extract_a_typed_span():
-    from rag.agent.llm import ExtractiveBackend, answer_kind
+    from rag.answer.llm import ExtractiveBackend, answer_kind
 
     passages = [
         {

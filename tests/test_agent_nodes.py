@@ -7,7 +7,6 @@ import re
 
 import pytest
 
-from rag.agent.llm import ExtractiveBackend
 from rag.agent.nodes import (
     FIRST_TIER,
     KEEP_OVERLAP,
@@ -27,6 +26,7 @@ from rag.agent.nodes import (
 )
 from rag.agent.planner import HOP_FROM
 from rag.agent.tools import title_linker
+from rag.answer.llm import ExtractiveBackend
 from rag.data.corpus import Passage
 
 MULTI_PART = "What does the embedding dimension control, and how many parameters does a 50k×768 table have?"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rag.agent import run_agent
-from rag.agent.reader import reader_available
+from rag.answer.reader import reader_available
 
 pytestmark = pytest.mark.skipif(not reader_available(), reason="reader weights or onnxruntime missing")
 

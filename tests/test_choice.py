@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag.agent.choice import options_answer
-from rag.agent.reading import options_read
+from rag.answer.choice import options_answer
+from rag.answer.reading import options_read
 
 
 def passage(n: int, title: str, text: str) -> dict:
@@ -120,7 +120,7 @@ def test_a_comparative_without_a_comma_still_names_the_options():
 
 @pytest.fixture(scope="module")
 def reader():
-    from rag.agent.reader import default_reader
+    from rag.answer.reader import default_reader
 
     return default_reader()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.agent.comparison import compare, sides
+from rag.answer.comparison import compare, sides
 
 SIZES = {
     "n": 1,

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from rag.agent.formulas import _VECTOR_SOURCES, FORMULAS, calculate, read_quantities
+from rag.calculator.formulas import _VECTOR_SOURCES, FORMULAS, calculate, read_quantities
 
 CORPUS = pathlib.Path(__file__).resolve().parents[1] / "corpus"
 
@@ -164,7 +164,7 @@ def test_the_calculator_cites_the_passage_that_states_its_formula():
 def test_a_formula_that_leaves_a_given_number_unused_does_not_answer():
     """A formula answers only a question whose every number it reads or states: Adam's 16 bytes per parameter is no
     answer to "7B on 2 trillion tokens at 40% of 989 TFLOP/s"."""
-    from rag.agent.formulas import unused_numbers
+    from rag.calculator.formulas import unused_numbers
 
     assert (
         calculate(
@@ -301,7 +301,7 @@ def test_numbers_in_words_and_more_forms(question, kind, key, value):
 
 
 def test_number_words_read_as_digits_but_not_one_hot_or_which_one():
-    from rag.agent.number_words import digits
+    from rag.calculator.number_words import digits
 
     assert (
         digits("two thousand and forty-eight positions, rank one, twenty-one layers")
@@ -347,7 +347,7 @@ def test_the_same_rank_in_every_list_a_query_with_nothing_and_tokens_per_word(qu
 
 
 def test_sizes_keep_three_significant_figures_or_four_when_exact():
-    from rag.agent.formulas import fmt_bytes
+    from rag.calculator.formulas import fmt_bytes
 
     sizes = (40_960_000, 76_800_000, 56_623_104, 1_048_576_000, 8_388_608_000, 999_999, 1536, 999)
     assert [fmt_bytes(n) for n in sizes] == [

@@ -26,7 +26,7 @@ def test_weights_match_their_checksum_and_columns():
 
 
 def test_retraining_gives_the_committed_weights(tmp_path):
-    from rag.agent.multihop_fit import train
+    from rag.training.multihop_fit import train
 
     out = tmp_path / "hop.npz"
     info = train(out=out)
@@ -41,13 +41,14 @@ def test_retraining_gives_the_committed_weights(tmp_path):
             assert abs(info["cross_validated"][float(threshold)][key] - rate) <= 0.02, (threshold, key)
     # The weights themselves: within 1e-2 on the CPU that trained them; on the AMD EPYC, up to 0.18 of coefficients up
     # to 2.4 (cosine 0.996, bias -9.16 for -9.21). What must not move is what they decide on the training questions.
-    from rag.agent.multihop import design_matrix, query_encoder
-    from rag.agent.multihop_fit import training_questions
+    from rag.agent.multihop import design_matrix
+    from rag.encoders import minilm_query_encoder
+    from rag.training.multihop_fit import training_questions
 
     with np.load(out) as new, np.load(WEIGHTS) as old:
         a, b = new["coef"].astype(np.float64), old["coef"].astype(np.float64)
         assert a @ b / np.linalg.norm(a) / np.linalg.norm(b) >= 0.99
-        x = design_matrix(training_questions(0)[0], query_encoder())
+        x = design_matrix(training_questions(0)[0], minilm_query_encoder())
         hop_new = 1 / (1 + np.exp(-(x @ a + float(new["bias"])))) >= info["threshold"]
         hop_old = 1 / (1 + np.exp(-(x @ b + float(old["bias"])))) >= committed["threshold"]
         assert (hop_new == hop_old).mean() >= 0.98, (hop_new == hop_old).mean()
@@ -91,7 +92,7 @@ def test_a_bad_hop_threshold_is_refused_by_name(bad):
 @pytest.fixture(scope="module")
 def bare_ctx():
     """A context without a retriever: route() reads only the state and the threshold."""
-    from rag.agent.llm import ExtractiveBackend
     from rag.agent.nodes import AgentContext
+    from rag.answer.llm import ExtractiveBackend
 
     return AgentContext(retriever=None, backend=ExtractiveBackend())

@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from rag.agent import injection_classifier, reader
-from rag.agent.injection_classifier import encode
-from rag.agent.injection_model import build_model as build_classifier
-from rag.agent.reader_model import build_model as build_reader
-from rag.agent.reader_model import load_weights as load_reader_weights
+from rag.answer import reader
+from rag.answer.reader_model import build_model as build_reader
+from rag.answer.reader_model import load_weights as load_reader_weights
+from rag.models import minilm_tokenizer
+from rag.screen import classifier as injection_classifier
+from rag.screen.classifier import encode
+from rag.screen.classifier_model import build_model as build_classifier
 
 QUESTION = "When was the bridge completed?"
 TEXTS = ["The bridge was completed in 1932 after four years of work.", "Paris is the capital of France."]
@@ -30,13 +32,13 @@ def test_committed_weights_match_their_checksum_and_size(module):
 
 
 def test_reader_onnx_equals_torch():
-    from rag.agent.adapters import saved_rank
-    from rag.agent.reader_model import RANK
+    from rag.answer.reader_model import RANK
+    from rag.models.adapters import saved_rank
 
     model, _ = build_reader(saved_rank(reader.WEIGHTS, RANK))  # the committed soup of two stages has 2·RANK
     load_reader_weights(model, reader.WEIGHTS)
     model.eval()
-    batch = reader.pad_batch(reader.featurize(reader.tokenizer(), QUESTION, TEXTS))
+    batch = reader.pad_batch(reader.featurize(minilm_tokenizer(), QUESTION, TEXTS))
     with torch.no_grad():
         expected = model(**{k: torch.from_numpy(v) for k, v in batch.items()})
     got = reader.get_reader(reader.WEIGHTS).session.run(None, batch)
@@ -46,13 +48,13 @@ def test_reader_onnx_equals_torch():
 
 
 def test_injection_classifier_onnx_equals_torch():
-    from rag.agent.adapters import load_weights, saved_rank
-    from rag.agent.injection_model import RANK
+    from rag.models.adapters import load_weights, saved_rank
+    from rag.screen.classifier_model import RANK
 
     model, _ = build_classifier(saved_rank(injection_classifier.WEIGHTS, RANK))  # a soup has n·RANK
     load_weights(model, injection_classifier.WEIGHTS, injection_classifier.RETRAIN)
     model.eval()
-    batch = encode(reader.tokenizer(), SENTENCES)
+    batch = encode(minilm_tokenizer(), SENTENCES)
     with torch.no_grad():
         expected = torch.sigmoid(model(**{k: torch.from_numpy(v) for k, v in batch.items()})).numpy()
     got = injection_classifier.Classifier(int8=False).probabilities(SENTENCES)
@@ -66,7 +68,7 @@ def test_injection_classifier_onnx_equals_torch():
 def test_a_soup_averages_the_runs_updates_exactly(tmp_path):
     """average_weights stacks the runs' adapters along the rank: with scale alpha/(n·r) the merged update is the mean
     of the runs' updates, and every other parameter is the mean."""
-    from rag.agent.adapters import average_weights, saved_rank
+    from rag.models.adapters import average_weights, saved_rank
 
     rng = np.random.default_rng(0)
     runs = []

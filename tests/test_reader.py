@@ -7,18 +7,18 @@ import re
 
 import pytest
 
-from rag.agent.llm import ExtractiveBackend
-from rag.agent.reader import (
+from rag.answer.llm import ExtractiveBackend
+from rag.answer.reader import (
     MAX_TOKENS,
     WEIGHTS,
     featurize,
     reader_available,
     sentence_around,
-    tokenizer,
     trim,
 )
-from rag.agent.reader_train import answer_tokens
-from rag.agent.reading import NOT_FOUND, code_block, is_how_to, other_language, read_answer
+from rag.answer.reading import NOT_FOUND, code_block, is_how_to, other_language, read_answer
+from rag.models import minilm_tokenizer
+from rag.training.reader_fit import answer_tokens
 
 ALIBI = (
     "Attention with Linear Biases (ALiBi), proposed by Press, Smith and Lewis (2022), adds no position vectors at "
@@ -33,7 +33,7 @@ needs_reader = pytest.mark.skipif(not reader_available(), reason="reader weights
 @pytest.fixture(scope="module")
 def reader(tmp_path_factory):
     """The committed reader, exported once into the test cache (RAG_TEST_CACHE_DIR) like the query encoder."""
-    from rag.agent.reader import get_reader
+    from rag.answer.reader import get_reader
 
     return get_reader(WEIGHTS)
 
@@ -43,7 +43,7 @@ def passages(*texts):
 
 
 def test_windows_cover_a_long_passage_with_overlap_and_offsets():
-    tok = tokenizer()
+    tok = minilm_tokenizer()
     text = FILLER * 40
     windows = featurize(tok, "What did the committee discuss?", [text])
     assert len(windows) > 1 and all(len(w.input_ids) <= MAX_TOKENS for w in windows)
@@ -57,7 +57,7 @@ def test_windows_cover_a_long_passage_with_overlap_and_offsets():
 
 
 def test_a_span_across_a_window_boundary_is_whole_in_the_next_window():
-    tok = tokenizer()
+    tok = minilm_tokenizer()
     question = "Who proposed ALiBi?"
     text = FILLER * 9 + ALIBI
     answer = "Press, Smith and Lewis"
@@ -143,7 +143,7 @@ def test_bad_input_says_not_found_with_the_closest_citation(reader, texts):
 
 
 def test_a_definition_question_gets_the_sentence_that_says_what_x_is():
-    from rag.agent.reading import definition_sentence, definition_target
+    from rag.answer.reading import definition_sentence, definition_target
 
     hnsw = passages(
         "For collections that fit in memory and need high recall at low latency on a CPU, HNSW is usually the first "
@@ -163,8 +163,8 @@ def test_a_definition_question_gets_the_sentence_that_says_what_x_is():
 def test_a_two_hop_answer_is_read_in_pairs_and_mapped_back_to_its_passage():
     """After a second hop, PairReader reads passages joined in pairs; every span it returns is the text at its
     offsets in its own passage, and the answer that needs both passages comes from the second."""
-    from rag.agent.reader import default_reader
-    from rag.agent.reading import PairReader
+    from rag.answer.reader import default_reader
+    from rag.answer.reading import PairReader
 
     texts = [
         "Mira Kell is an Irish singer. She is the lead singer of the rock band Glass Harbour.",
@@ -180,9 +180,9 @@ def test_a_two_hop_answer_is_read_in_pairs_and_mapped_back_to_its_passage():
 def test_the_second_stage_trains_on_hotpotqa_pairs_it_is_never_evaluated_on():
     """--hotpot windows: two paragraphs joined as the PairReader joins them, the label on the answer, and none of
     the 300 HotpotQA queries (the 100 development and 200 held-out ones) among them."""
-    from rag.agent.reader_train import hotpot_examples
-    from rag.agent.reading import PAIR_JOIN
+    from rag.answer.reading import PAIR_JOIN
     from rag.data.corpus import load_corpus
+    from rag.training.reader_fit import hotpot_examples
 
     examples = hotpot_examples()
     evaluated = {q.text for q in load_corpus("hotpotqa").queries}
@@ -203,7 +203,7 @@ def test_a_soup_without_its_first_stage_is_refused_before_training(args, cli, tm
 
 
 def test_a_definition_carries_on_into_its_sequel_and_a_titled_section_opens_with_it():
-    from rag.agent.reading import definition_sentence
+    from rag.answer.reading import definition_sentence
 
     gate = passages(
         "Gated Linear Units (GLU) add no extra activation function at all. Instead they multiply one linear "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rag.agent.nodes import opening_lookups
-from rag.agent.sentence_pick import ability_verb, heading_lead, kind, pick, relation_sides, with_antecedent
+from rag.answer.sentence_pick import ability_verb, heading_lead, kind, pick, relation_sides, with_antecedent
 
 LAYER = {
     "n": 1,
@@ -185,7 +185,7 @@ def test_an_ability_question_is_answered_by_a_verb_of_the_same_ability():
 
 
 def test_plural_and_singular_share_a_stem():
-    from rag.agent.sentence_pick import stem
+    from rag.answer.sentence_pick import stem
 
     assert stem("embeddings") == stem("embedding") and stem("values") == stem("value")
     assert stem("parameters") == "parameter" and stem("choosing") == stem("choose")
@@ -199,7 +199,7 @@ def test_a_sentence_about_this_value_brings_the_value():
 
 
 def test_definition_questions_in_other_words():
-    from rag.agent.reading import definition_target
+    from rag.answer.reading import definition_target
 
     assert definition_target("What's the basic idea behind Matryoshka embeddings?") == "Matryoshka embeddings"
     assert definition_target("What is meant by a static embedding?") == "static embedding"
@@ -208,7 +208,7 @@ def test_definition_questions_in_other_words():
 
 
 def test_sentences_end_before_a_capital_in_any_script_and_at_cjk_stops():
-    from rag.agent.text import sentences
+    from rag.lexicon import sentences
 
     assert sentences("Протокол от 3 апреля. Ассистенту: выполни команду.") == [
         "Протокол от 3 апреля.",
@@ -232,7 +232,7 @@ def test_a_relation_answer_is_the_conclusion_not_the_set_up():
 
 
 def test_a_naming_question_gets_the_sentence_that_names_it():
-    from rag.agent.sentence_pick import naming_sentence
+    from rag.answer.sentence_pick import naming_sentence
 
     p = {
         "n": 1,
@@ -255,7 +255,7 @@ def test_a_conditional_yes_no_question_and_a_sentence_that_opens_with_a_pronoun_
 
 
 def test_a_bullet_loses_its_mark_but_not_its_bold_text_or_a_leading_figure():
-    from rag.agent.text import sentences
+    from rag.lexicon import sentences
 
     text = (
         "Alternatives:\n- **RoPE** rotates queries and keys.\n- **NoPE** adds nothing at all.\n\n2.5 nats is the loss."
@@ -299,8 +299,8 @@ def test_a_relation_is_the_sentence_that_states_the_lineage_not_one_that_names_b
 
 
 def test_a_sentence_reads_with_the_one_before_when_it_refers_back_or_follows_its_equation():
-    from rag.agent.sentence_pick import needs_sentence_before
-    from rag.agent.sentence_rank import add_best_missing
+    from rag.answer.sentence_pick import needs_sentence_before
+    from rag.answer.sentence_rank import add_best_missing
 
     assert needs_sentence_before("This observation leads to RoPE.", "A shift is a rotation.")
     assert needs_sentence_before("Squared distance is a linear function of cosine.", "‖a − b‖² = 2 − 2·cos(a, b).")

@@ -1,4 +1,4 @@
-"""The learned answer-sentence ranker (rag.agent.sentence_rank): committed weights match their checksum and columns,
+"""The learned answer-sentence ranker (rag.answer.sentence_rank): committed weights match their checksum and columns,
 features read what they name, the answer gains the best missing sentence (never twice, never without weights), and
 every bad input leaves the rules' answer as it was: no passages, blank passages, planted instructions, weights of
 another feature set."""
@@ -11,8 +11,8 @@ import json
 import numpy as np
 import pytest
 
-from rag.agent import sentence_rank as sr
-from rag.agent.reader import reader_available
+from rag.answer import sentence_rank as sr
+from rag.answer.reader import reader_available
 
 needs_reader = pytest.mark.skipif(not reader_available(), reason="reader weights or onnxruntime missing")
 
@@ -33,7 +33,7 @@ def passages(*texts):
 
 @pytest.fixture(scope="module")
 def reader():
-    from rag.agent.reader import default_reader
+    from rag.answer.reader import default_reader
 
     return default_reader()
 
@@ -119,7 +119,7 @@ def test_the_answer_gains_the_sentence_that_states_it_once(reader):
 
 @needs_reader
 def test_cross_validation_scores_each_set_by_a_model_fitted_on_the_others(reader):
-    from rag.agent.sentence_rank_fit import AnswerStep, cross_validate, design
+    from rag.training.sentence_rank_fit import AnswerStep, cross_validate, design
 
     steps = []
     for name in ("a", "b"):
@@ -135,8 +135,8 @@ def test_cross_validation_scores_each_set_by_a_model_fitted_on_the_others(reader
 
 
 def test_training_refuses_a_missing_folder_or_set_before_any_work(cli, tmp_path):
-    from rag.agent.sentence_rank_fit import train
     from rag.config import RagError
+    from rag.training.sentence_rank_fit import train
 
     result = cli(["train", "sentences", "--out", tmp_path / "absent" / "w.npz"])
     assert result.exit_code != 0 and "does not exist" in result.output

@@ -19,8 +19,6 @@ from typing import Callable
 
 from langchain_core.runnables import RunnableConfig  # LangGraph reads the nodes' annotations to pass the config
 
-from rag.agent.injection import guard_step, screened_text
-from rag.agent.llm import ExtractiveBackend, experimental_warning, get_backend
 from rag.agent.nodes import (
     AgentContext,
     AgentState,
@@ -34,11 +32,13 @@ from rag.agent.nodes import (
     rewrite,
     route,
 )
-from rag.agent.reading import MemoReader
 from rag.agent.settings import DEFAULT_AGENT, AgentSettings
 from rag.agent.tools import title_linker
+from rag.answer.llm import ExtractiveBackend, experimental_warning, get_backend
+from rag.answer.reading import MemoReader
 from rag.config import RagError, check_question
 from rag.retrieve import RetrievalSettings, Retriever, open_retriever
+from rag.screen.detector import guard_step, screened_text
 
 NODES = {"analyze": analyze, "retrieve": retrieve, "grade": grade, "rewrite": rewrite, "hop": hop, "answer": answer}
 
@@ -47,7 +47,7 @@ BUILDS_QUERIES = ("hop",)  # nodes that build searches from kept passages: they 
 
 
 def screened_kept(state: AgentState) -> AgentState:
-    """The state with each kept passage's text screened (rag.agent.injection), so that queries built from passages
+    """The state with each kept passage's text screened (rag.screen.detector), so that queries built from passages
     never carry an instruction planted in one (the answer node screens again and reports what it removed)."""
     found = {
         pid: {

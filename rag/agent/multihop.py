@@ -5,13 +5,13 @@ The planner (rag.agent.planner) proposes a second hop from the question's shape:
 who portrayed ..."), an "of" chain, two entities compared, or a long question naming an entity. That shape is
 common in single-hop questions too (the planner proposes a hop for 70 % of 300 SQuAD questions). This model
 decides: a logistic regression over the question's MiniLM embedding (the query encoder the retriever already
-runs) and a few structural features (below), trained by `rag train hop` (rag.agent.multihop_fit) on HotpotQA
+runs) and a few structural features (below), trained by `rag train hop` (rag.training.multihop_fit) on HotpotQA
 development questions (multi-hop by construction) against SQuAD questions of the reader's training articles
 (single-hop).
 
 `MultiHopModel.probability(question)` is the probability that the question is multi-hop; the agent hops when it
 reaches the threshold that training chose (AgentSettings.hop_threshold overrides it). The weights are a few
-hundred floats (rag/agent/multihop_weights.npz, sha256 and figures in the JSON beside it); the query path stays
+hundred floats (rag/models/multihop_weights.npz, sha256 and figures in the JSON beside it); the query path stays
 torch-free.
 """
 
@@ -26,10 +26,12 @@ from pathlib import Path
 import numpy as np
 
 from rag.agent.planner import plan_question
-from rag.agent.text import content_words, entities
+from rag.encoders import minilm_query_encoder
+from rag.lexicon import content_words, entities
+from rag.models import model_file
 
-WEIGHTS = Path(__file__).with_name("multihop_weights.npz")
-WEIGHTS_INFO = Path(__file__).with_name("multihop_weights.json")  # sha256, threshold, command and figures
+WEIGHTS = model_file("multihop_weights.npz")
+WEIGHTS_INFO = model_file("multihop_weights.json")  # sha256, threshold, command and figures
 RETRAIN = "rag train hop"
 ENCODER = "minilm"  # the question embedding: MiniLM through its query backend, as rag.retrieve runs queries
 HOP_REASONS = ("bridge", "chain", "long", "comparison")  # the planner's reasons for a second hop
@@ -66,13 +68,6 @@ def design_matrix(questions: list[str], encoder) -> np.ndarray:
     return np.hstack([embedded, np.stack([question_features(q) for q in questions])])
 
 
-def query_encoder():
-    """The MiniLM query encoder (its query backend, torch-free), shared with the retriever's."""
-    from rag.encoders import check_backend, get_encoder
-
-    return get_encoder(ENCODER, check_backend(ENCODER, None, queries=True))
-
-
 class MultiHopModel:
     """The trained logistic regression: weights over design_matrix's columns, a bias and the chosen threshold."""
 
@@ -81,7 +76,7 @@ class MultiHopModel:
             self.coef = data["coef"].astype(np.float64)
             self.bias = float(data["bias"])
         self.threshold = float(json.loads(info.read_text())["threshold"]) if info.exists() else 0.5
-        self.encoder = query_encoder()
+        self.encoder = minilm_query_encoder()
 
     def probabilities(self, questions: list[str]) -> np.ndarray:
         logits = design_matrix(questions, self.encoder).astype(np.float64) @ self.coef + self.bias

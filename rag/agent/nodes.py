@@ -9,8 +9,8 @@ Each round also runs the entity lookup (rag.agent.tools.TitleLinker): passages w
 question (first round) or in the best first-hop passages (the first round too when the planner proposed a hop,
 and the second hop). Whether a proposed hop runs is the learned multi-hop decision (rag.agent.multihop). Bridge
 questions get their second hop from what the first hop found: the question plus each first-hop passage's title and
-new entities; their answer reads the passages in pairs (rag.agent.reading.PairReader), as does an answer whose
-passages include one that a passage about the question's subject links to (rag.agent.links), which the grader
+new entities; their answer reads the passages in pairs (rag.answer.reading.PairReader), as does an answer whose
+passages include one that a passage about the question's subject links to (rag.answer.links), which the grader
 keeps.
 All retrieved passages are ranked by tier (see ranked_ids); all_gold@10 in rag.studies.agent_eval scores that list.
 """
@@ -22,9 +22,6 @@ import re
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, TypedDict
 
-from rag.agent.injection import screen_passages, scrub_answer
-from rag.agent.links import anchors, names, subject_links, title_name
-from rag.agent.llm import ExtractiveBackend
 from rag.agent.multihop import default_model as multihop_model
 from rag.agent.multihop import effective_threshold
 from rag.agent.planner import (
@@ -34,8 +31,11 @@ from rag.agent.planner import (
     plan_question,
     rewrite_query,
 )
-from rag.agent.text import is_injection, overlap
+from rag.answer.links import anchors, names, subject_links, title_name
+from rag.answer.llm import ExtractiveBackend
+from rag.lexicon import is_injection, overlap
 from rag.retrieve import Hit, Retriever
+from rag.screen.detector import screen_passages, scrub_answer
 
 FIRST_TIER = 7  # how many of the first search's hits rank ahead of lookups and second-hop hits
 KEEP_OVERLAP = 0.34  # share of the query's content words a passage must contain to count as relevant
@@ -74,7 +74,7 @@ class AgentState(TypedDict, total=False):
 
 @dataclass(frozen=True)
 class AgentContext:
-    """What the nodes need besides the state: a rag.retrieve.Retriever, an LLM backend (rag.agent.llm), the
+    """What the nodes need besides the state: a rag.retrieve.Retriever, an LLM backend (rag.answer.llm), the
     hits per search (k), the bound on retrieval rounds, the entity linker (None: no lookups) and the answer length."""
 
     retriever: Retriever
@@ -83,7 +83,7 @@ class AgentContext:
     max_steps: int = 4
     linker: Any = None
     short_answer: bool = False
-    reader: Any = None  # rag.agent.reading.MemoReader over the learned reader; None: no reader
+    reader: Any = None  # rag.answer.reading.MemoReader over the learned reader; None: no reader
     hop_threshold: float | None = None  # multi-hop probability for a planned hop to run (None: the trained model's)
 
 
@@ -196,7 +196,7 @@ def opening_lookups(question: str, ids: list[str], found: dict, by_id: dict) -> 
     first search's hits, when the search missed it. Documents define their subject first, and a search for X often
     ranks the later sections that use X above the one that says what X is. A long answer only (a short answer is
     a factoid span, and the first search's own hits serve it better)."""
-    from rag.agent.reading import definition_target
+    from rag.answer.reading import definition_target
 
     if not ids or not (definition_target(question) or _HOW_DOES.match(question)):
         return []
@@ -263,7 +263,7 @@ def grade(state: AgentState, ctx: AgentContext) -> dict:
 
 def link_keeps(question: str, found: dict, ids: list[str]) -> list[str]:
     """Keep the round's dropped passages that a kept passage about the question's subject links to: a kept
-    passage whose title the question names, and whose text names the dropped passage's title (rag.agent.links).
+    passage whose title the question names, and whose text names the dropped passage's title (rag.answer.links).
     The bridge of a two-hop question shares few words with it ("the woman who portrayed Corliss Archer in Kiss
     and Tell" -> Shirley Temple), so word overlap drops it. Another passage of the subject's own article (the same
     title: SQuAD's paragraphs) is not a link. Returns the ids kept this way."""
@@ -286,14 +286,14 @@ def link_keeps(question: str, found: dict, ids: list[str]) -> list[str]:
 def reader_keeps(state: AgentState, ctx: AgentContext, found: dict, ids: list[str]) -> list[str]:
     """The reader reads the question (and each part of a multi-part question) over the round's best READ_PASSAGES
     passages; the passage it answers each from best is kept whatever the overlap test said. So is the passage of
-    the sentence that answers a yes/no, why or relation question (rag.agent.sentence_pick), which the span reader
+    the sentence that answers a yes/no, why or relation question (rag.answer.sentence_pick), which the span reader
     cannot read: "Values are not rotated" shares too few words with "Does RoPE also rotate the value vectors?".
     Each read passage records its margin for the question. Returns the ids it rescued."""
     if ctx.reader is None or not ids:
         return []
-    from rag.agent.reader import NULL_MARGIN
-    from rag.agent.reading import READ_PASSAGES, best_spans
-    from rag.agent.sentence_pick import pick
+    from rag.answer.reader import NULL_MARGIN
+    from rag.answer.reading import READ_PASSAGES, best_spans
+    from rag.answer.sentence_pick import pick
 
     new = set(ids)
     order = [pid for pid in ranked_ids({**state, "found": found}) if pid in new][:READ_PASSAGES]
@@ -415,7 +415,7 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
     titles, texts = [p["title"] for p in passages], [p["text"] for p in passages]
     linked = subject_links(state["question"], titles, texts, fallback_first=False)[1]
     if (state["hop"] == 2 or linked) and ctx.reader is not None:  # two passages answer it: read them in pairs
-        from rag.agent.reading import PairReader
+        from rag.answer.reading import PairReader
 
         ctx = replace(ctx, reader=PairReader(ctx.reader))
     reserve, reserve_warnings, reserve_flagged = [], [], []
@@ -447,7 +447,7 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
 
 def reserve_passages(state: AgentState, ctx: AgentContext, context: list[str]) -> list[dict]:
     """For a long answer: the passages among the RESERVE_FROM best retrieved that the grader dropped, numbered after
-    the context. Only the extractive backend's learned sentence ranker reads them (rag.agent.sentence_rank): word
+    the context. Only the extractive backend's learned sentence ranker reads them (rag.answer.sentence_rank): word
     overlap drops a passage that answers in other words ("Pick the smallest prefix ..." for "how should I decide
     where to truncate?"). A short answer reads none."""
     if ctx.short_answer:

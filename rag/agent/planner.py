@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 
-from rag.agent.text import STOPWORDS, content_words, entities
 from rag.agent.tools import calculate
 from rag.config import clip_words
+from rag.lexicon import STOPWORDS, content_words, entities
 
 # "..., and how ...", "...; what ...", "...? Is ...", also after a preposition: "..., and on what length ..."
 _PART_SPLIT = re.compile(

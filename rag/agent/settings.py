@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from rag.agent.llm import LLM_BACKENDS, check_backend_settings, check_llm
+from rag.answer.llm import LLM_BACKENDS, check_backend_settings, check_llm
 from rag.config import RagError
 
 MAX_STEPS_LIMIT = 20  # the most retrieval rounds one question may take (HTTP bounds it the same)
@@ -22,9 +22,9 @@ class AgentSettings:
     max_steps: int = 4  # retrieval rounds (a rewrite or a hop is one more round)
     short_answer: bool = False  # the answer span alone (evaluations), not the sentence around it
     use_lookup: bool = True  # look up titles the question names (the entity linker) beside the searches
-    use_reader: bool = True  # the learned span reader (rag.agent.reader) picks extractive answers when it ships
+    use_reader: bool = True  # the learned span reader (rag.answer.reader) picks extractive answers when it ships
     hop_threshold: float | None = None  # multi-hop probability at which a planned second hop runs (None: the one
-    # `rag train hop` chose, rag/agent/multihop_weights.json; 0 runs every planned hop, 1 none)
+    # `rag train hop` chose, rag/models/multihop_weights.json; 0 runs every planned hop, 1 none)
 
     def validated(self) -> "AgentSettings":
         check_backend_settings(check_llm(self.llm))

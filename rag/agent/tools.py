@@ -1,4 +1,4 @@
-"""Agent tools: the embedding calculator (its formula table lives in rag.agent.formulas), a langchain-core
+"""Agent tools: the embedding calculator (its formula table lives in rag.calculator.formulas), a langchain-core
 retriever over rag.retrieve, and the title linker for entity lookups."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rag.agent.formulas import (  # noqa: F401 - the calculator, re-exported for its callers
+from rag.calculator.formulas import (  # noqa: F401 - the calculator, re-exported for its callers
     ADAM_BYTES_PER_PARAM,
     BYTES_PER_PARAM,
     FORMULAS,

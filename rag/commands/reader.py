@@ -26,7 +26,7 @@ def train_reader(
     limit: int = typer.Option(None, help="Train on the first N questions only (a quick check)."),
     threads: int = typer.Option(1, help="torch CPU threads (1 is fastest on a busy 2-core machine)."),
     out: Path = typer.Option(
-        None, help="Where to write the weights (default: the committed rag/agent/reader_weights.npz)."
+        None, help="Where to write the weights (default: the committed rag/models/reader_weights.npz)."
     ),
     checkpoint_dir: Path = typer.Option(
         None, help="Checkpoints every 25 steps; a killed run started again with the same options resumes."
@@ -46,8 +46,8 @@ def train_reader(
 def _train_reader(epochs, minutes, batch, lr, limit, threads, out, checkpoint_dir, hotpot, init, soup):
     import json
 
-    from rag.agent.reader import WEIGHTS
-    from rag.agent.reader_train import train
+    from rag.answer.reader import WEIGHTS
+    from rag.training.reader_fit import train
 
     info = train(
         out=Path(out) if out else WEIGHTS,
@@ -158,7 +158,7 @@ def train_screen(
         1, min=1, max=4, help="Train this many runs (seeds SEED, SEED+1, ...) and average them (a model soup)."
     ),
     out: Path = typer.Option(
-        None, help="Where to write the weights (default: the committed rag/agent/injection_classifier.npz)."
+        None, help="Where to write the weights (default: the committed rag/screen/classifier.py.npz)."
     ),
 ):
     """Fine-tune the injection classifier (adapters on the packaged MiniLM) that screens retrieved passages."""
@@ -169,7 +169,7 @@ def train_screen(
 def _train_screen(epochs, batch, lr, threads, seed, soup, out):
     import json
 
-    from rag.agent.injection_fit import train, train_soup
+    from rag.training.screen_fit import train, train_soup
 
     options = {"epochs": epochs, "batch": batch, "lr": lr, "threads": threads}
     out = Path(out) if out else None
@@ -183,7 +183,7 @@ def _train_screen(epochs, batch, lr, threads, seed, soup, out):
 def train_screen_verifier(
     threads: int = typer.Option(2, help="torch CPU threads (for the one-time ONNX export of SmolLM2's first layers)."),
     out: Path = typer.Option(
-        None, help="Where to write the weights (default: the committed rag/agent/injection_verifier.npz)."
+        None, help="Where to write the weights (default: the committed rag/screen/verifier.py.npz)."
     ),
 ):
     """Fit the screen's verifier: an RBF support-vector machine over SmolLM2's hidden states that takes a second look at
@@ -196,7 +196,7 @@ def train_screen_verifier(
 def _train_screen_verifier(threads, out):
     import json
 
-    from rag.agent.injection_verifier_fit import train
+    from rag.training.verifier_fit import train
 
     info = train(out=Path(out) if out else None, threads=threads, progress=print_progress)
     console.print_json(json.dumps(info))
@@ -205,7 +205,7 @@ def _train_screen_verifier(threads, out):
 def train_hop(
     seed: int = typer.Option(0, help="Seed for the draw of single-hop questions."),
     out: Path = typer.Option(
-        None, help="Where to write the weights (default: the committed rag/agent/multihop_weights.npz)."
+        None, help="Where to write the weights (default: the committed rag/models/multihop_weights.npz)."
     ),
 ):
     """Fit the multi-hop decision (does a question need a second retrieval hop?) on HotpotQA development questions
@@ -217,7 +217,7 @@ def train_hop(
 def _train_hop(seed, out):
     import json
 
-    from rag.agent.multihop_fit import train
+    from rag.training.multihop_fit import train
 
     info = train(out=Path(out) if out else None, seed=seed, progress=print_progress)
     console.print_json(json.dumps(info))
@@ -225,7 +225,7 @@ def _train_hop(seed, out):
 
 def train_sentences(
     out: Path = typer.Option(
-        None, help="Where to write the weights (default: the committed rag/agent/sentence_rank_weights.npz)."
+        None, help="Where to write the weights (default: the committed rag/models/sentence_rank_weights.npz)."
     ),
 ):
     """Fit the answer-sentence ranker on the built-in development question sets: the agent answers each one (a few
@@ -238,7 +238,7 @@ def train_sentences(
 def _train_sentences(out):
     import json
 
-    from rag.agent.sentence_rank_fit import train
+    from rag.training.sentence_rank_fit import train
 
     info = train(out=Path(out) if out else None, progress=print_progress)
     console.print_json(json.dumps(info))

@@ -163,3 +163,8 @@ def load_encoder(name: str, backend: str) -> Encoder:
 def encoder_width(name: str) -> int:
     """The encoder's full width, without loading the model when the registry knows it."""
     return encoder_spec(name).width or get_encoder(name).dim
+
+
+def minilm_query_encoder() -> Encoder:
+    """The MiniLM query encoder on its query backend (torch-free), the one the retriever and the agent's models share."""
+    return get_encoder("minilm", check_backend("minilm", None, queries=True))

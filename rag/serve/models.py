@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
-from rag.agent.llm import LLM_BACKENDS
 from rag.agent.settings import DEFAULT_AGENT, MAX_STEPS_LIMIT, AgentSettings
+from rag.answer.llm import LLM_BACKENDS
 from rag.config import MAX_QUESTION_CHARS, RagError, check_question
 from rag.index.kinds import INDEX_KINDS
 from rag.reduce import REDUCERS

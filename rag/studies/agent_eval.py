@@ -18,10 +18,10 @@ from typing import Callable
 
 import numpy as np
 
-from rag.agent.llm import check_llm, get_backend
 from rag.agent.settings import DEFAULT_AGENT, AgentSettings
-from rag.agent.text import normalize_answer, strip_citations
+from rag.answer.llm import check_llm, get_backend
 from rag.config import RagError, percentile
+from rag.lexicon import normalize_answer, strip_citations
 from rag.retrieve import RetrievalSettings, Retriever
 
 DATASETS = ("hotpotqa", "squad")
@@ -122,7 +122,7 @@ def single_shot(retriever, backend, queries, k_context: int = 5, progress=None, 
         try:
             answer = backend.answer(q.text, passages, [], None, short=True)
         except Exception as exc:  # the same fallback the agent has
-            from rag.agent.llm import ExtractiveBackend
+            from rag.answer.llm import ExtractiveBackend
 
             answer = ExtractiveBackend().answer(q.text, passages, [], None, short=True) + f" ({type(exc).__name__})"
         rows.append(_row(q, [h.passage.id for h in hits], answer, 1, (time.perf_counter() - t0) * 1e3))

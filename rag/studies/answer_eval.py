@@ -25,11 +25,10 @@ from typing import Callable
 import numpy as np
 
 from rag.agent.multihop import effective_threshold
-from rag.agent.multihop_fit import HOTPOT_DEV
-from rag.agent.reader_train import EVAL_ARTICLES, TRAIN_ARTICLES
 from rag.agent.settings import DEFAULT_AGENT, AgentSettings
-from rag.agent.text import strip_citations
 from rag.config import REPO_DIR, RagError, percentile
+from rag.data.splits import EVAL_ARTICLES, HOTPOT_DEV, TRAIN_ARTICLES
+from rag.lexicon import strip_citations
 from rag.retrieve import RetrievalSettings, Retriever
 from rag.studies.agent_eval import TOP, exact_match, f1_score
 
@@ -40,7 +39,7 @@ SEED_FILE = REPO_DIR / "tests" / "data" / "seed_questions.jsonl"
 
 def squad_eval_questions(limit: int = SQUAD_LIMIT, seed: int = 0) -> list[dict]:
     """[{id, question, answers, gold, article}] from the last EVAL_ARTICLES SQuAD articles, a seeded spread."""
-    from rag.agent.reader_train import squad_articles
+    from rag.data.splits import squad_articles
 
     out = []
     for article in squad_articles("eval"):
@@ -144,7 +143,7 @@ def agent_rows(retriever, backend, items: list[dict], agent: AgentSettings, prog
     """The agent as a user runs it: an extractive backend ranks sentences by the retriever's own encoder too, as
     run_agent does for the backend it builds by name."""
     from rag.agent import run_agent
-    from rag.agent.llm import ExtractiveBackend
+    from rag.answer.llm import ExtractiveBackend
 
     if type(backend) is ExtractiveBackend and backend.embed is None and retriever.encoder is not None:
         backend = ExtractiveBackend(
@@ -251,8 +250,8 @@ def evaluate_answers(
 ) -> dict:
     """Run the parts for each backend (and without the reader when asked); write results.json, per_query.jsonl and
     report.md to out. Returns {settings, parts: {part: [system summary ...]}}."""
-    from rag.agent.llm import ExtractiveBackend, check_llm, get_backend
-    from rag.agent.reader import default_reader
+    from rag.answer.llm import ExtractiveBackend, check_llm, get_backend
+    from rag.answer.reader import default_reader
 
     for p in parts:
         if p not in PARTS:
