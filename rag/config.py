@@ -19,6 +19,8 @@ from typing import Callable, Iterable
 VERSION = "0.1.0"
 REPO_DIR = Path(__file__).resolve().parent.parent
 BUILTIN_CORPUS_DIR = REPO_DIR / "corpus"
+# Question sets and injection sets that the evaluations and the fitting code read (a checkout only, not packaged)
+EVALSETS_DIR = REPO_DIR / "evalsets"
 MAX_QUESTION_CHARS = 8000
 
 

@@ -1,4 +1,4 @@
-"""The extractive answer on tests/data/seed_questions.jsonl: does it contain the key phrase and cite the passage
+"""The extractive answer on evalsets/seed_questions.jsonl: does it contain the key phrase and cite the passage
 that answers the question? Run: .venv/bin/python scripts/seed_answers.py [hybrid|dense|bm25]"""
 
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 from rag.agent import run_agent
 from rag.retrieve import RetrievalSettings
 
-rows = [json.loads(line) for line in open(Path(__file__).resolve().parent.parent / "tests/data/seed_questions.jsonl")]
+rows = [json.loads(line) for line in open(Path(__file__).resolve().parent.parent / "evalsets/seed_questions.jsonl")]
 settings = RetrievalSettings(corpus="builtin", retriever=sys.argv[1] if len(sys.argv) > 1 else "hybrid")
 phrase = cited = both = 0
 t0 = time.time()

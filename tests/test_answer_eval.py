@@ -5,13 +5,13 @@ questions writes its three files, and a bad question file or part stops before a
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from rag.config import EVALSETS_DIR
 from rag.studies.answer_eval import QUESTION_KEYS, contains_fact, seed_items
 
-DATA = Path(__file__).parent / "data"
+DATA = EVALSETS_DIR
 SETS = sorted(p.name for p in DATA.glob("*questions.jsonl"))
 TYPES = {"numeric", "definition", "yesno", "yes/no", "relation", "howto", "how-to", "comparison", "multipart"}
 TYPES |= {"multi-part", "why", "other"}

@@ -56,13 +56,13 @@ def test_weights_of_another_feature_set_are_refused(tmp_path):
 
 
 def test_the_vector_cache_is_bounded_and_returns_what_the_encoder_gives():
-    from rag.agent.multihop import query_encoder
+    from rag.encoders import minilm_query_encoder
 
     cache = sr.VectorCache(size=3)
     texts = ["alpha beta", "gamma delta", "alpha beta", "epsilon", "zeta eta", "theta"]
     got = cache(texts)
     assert got.shape == (6, 384) and len(cache.vectors) == 3
-    assert np.allclose(got, np.asarray(query_encoder().encode(texts), dtype=np.float32), atol=1e-5)
+    assert np.allclose(got, np.asarray(minilm_query_encoder().encode(texts), dtype=np.float32), atol=1e-5)
     assert np.allclose(cache(["theta"])[0], got[5])
 
 

@@ -77,7 +77,7 @@ def eval_answers(
     squad_limit: int = typer.Option(300, help="SQuAD questions (from the last 8 articles)."),
     hotpot_limit: int = typer.Option(None, help="HotpotQA held-out questions (default: all 200)."),
     seed: Path = typer.Option(
-        None, help="Question set for the built-in corpus (default tests/data/seed_questions.jsonl)."
+        None, help="Question set for the built-in corpus (default evalsets/seed_questions.jsonl)."
     ),
     encoder: EncoderOpt = DEFAULTS.encoder,
     dim: DimOpt = DEFAULTS.dim,

@@ -7,7 +7,7 @@ Four parts, each with the learned reader on and, for the side-by-side, off (`--c
   dropped by the grader.
 - hotpotqa: the held-out HotpotQA questions (all but the first HOTPOT_DEV, which are for development): single-shot
   and agent; all_gold@10, EM, F1.
-- builtin: the question set for the built-in corpus (tests/data/seed_questions.jsonl, or --seed): the key fact in
+- builtin: the question set for the built-in corpus (evalsets/seed_questions.jsonl, or --seed): the key fact in
   the answer (normalised containment) and the right passage among the citations, per question type.
 Every part reports answer length (words), steps and latency p50/p95. SQuAD questions come from the last
 EVAL_ARTICLES articles only (the first TRAIN_ARTICLES are the reader's training data).
@@ -26,7 +26,7 @@ import numpy as np
 
 from rag.agent.multihop import effective_threshold
 from rag.agent.settings import DEFAULT_AGENT, AgentSettings
-from rag.config import REPO_DIR, RagError, percentile
+from rag.config import EVALSETS_DIR, REPO_DIR, RagError, percentile
 from rag.data.splits import EVAL_ARTICLES, HOTPOT_DEV, TRAIN_ARTICLES
 from rag.lexicon import strip_citations
 from rag.retrieve import RetrievalSettings, Retriever
@@ -34,7 +34,7 @@ from rag.studies.agent_eval import TOP, exact_match, f1_score
 
 PARTS = ("squad-reading", "squad-open", "hotpotqa", "builtin")
 SQUAD_LIMIT = 300
-SEED_FILE = REPO_DIR / "tests" / "data" / "seed_questions.jsonl"
+SEED_FILE = EVALSETS_DIR / "seed_questions.jsonl"
 
 
 def squad_eval_questions(limit: int = SQUAD_LIMIT, seed: int = 0) -> list[dict]:

@@ -3,7 +3,7 @@ attack phrasings, each set reported on its own, and which split each set belongs
 
 Benign: real sentences from every named corpus that is available (builtin, scifact, hotpotqa, squad), from the
 passages whose id hash falls in the held-out quarters 1 and 3 (the classifier trains on quarter 0 and the
-threshold was chosen on quarter 2), plus the sets in tests/data/injection/. Attacks: one file per set (one variant
+threshold was chosen on quarter 2), plus the sets in evalsets/injection/. Attacks: one file per set (one variant
 per line, a literal \\n between its sentences); a variant counts as caught when any of its sentences is flagged.
 
 SPLIT says what each set was for. fresh4..25 and benign_howto3, benign_ai, benign5..25 were each written by an
@@ -163,9 +163,10 @@ from __future__ import annotations
 
 import sys
 import zlib
-from pathlib import Path
 
-SETS = Path(__file__).resolve().parents[2] / "tests" / "data" / "injection"
+from rag.config import EVALSETS_DIR
+
+SETS = EVALSETS_DIR / "injection"
 ATTACK_SETS = (  # in the order they were written; round r's sets (from round 30) are fresh{r+3}, benign{r+3}, ...
     ("dev.txt", "heldout.txt", "fresh.txt", "fresh2.txt", "issue23.txt", "fresh3.txt")
     + tuple(f"fresh{n}.txt" for n in range(4, 63))

@@ -28,7 +28,7 @@ import numpy as np
 
 from rag.training.screen_eval import ATTACK_SETS, BENIGN_SETS, SPLIT
 
-# The committed sets (tests/data/injection/) that training reads: those rag.training.screen_eval.SPLIT marks
+# The committed sets (evalsets/injection/) that training reads: those rag.training.screen_eval.SPLIT marks
 # "trained" (the others are held out, measured once).
 TRAIN_ATTACK_SETS = tuple(name for name in ATTACK_SETS if SPLIT[name] == "trained")
 TRAIN_BENIGN_SETS = tuple(name for name in BENIGN_SETS if SPLIT[name] == "trained")

@@ -23,9 +23,9 @@ import numpy as np
 
 from rag.answer.llm import ExtractiveBackend
 from rag.answer.sentence_rank import MOST_ADDED
-from rag.config import REPO_DIR, RagError
+from rag.config import EVALSETS_DIR, RagError
 
-QUESTIONS = REPO_DIR / "tests" / "data"
+QUESTIONS = EVALSETS_DIR
 DEV_SETS = (
     "seed_questions.jsonl",
     "builtin_heldout_questions.jsonl",
