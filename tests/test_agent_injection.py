@@ -470,7 +470,7 @@ def test_screen_removes_only_the_flagged_sentences_and_names_the_passage():
 # on the flagged items of rounds 30-39, retrained on those of rounds 30-50 (V5, session 20) and, as an RBF SVM, on
 # those of rounds 30-53 (V6, session 21); rules R (session 18) were written before round 41 was read, field lines
 # after round 43, rules S (session 19) after round 44, rules J (session 22) after round 56, so only rounds 57 to 59
-# are unseen by every part. The bounds sit a little under the rates measured (docs/security.md), so a worse
+# are unseen by every part. The bounds sit a little under the rates measured (docs/screen.md), so a worse
 # classifier, a rule that stops matching or a verifier that drops attacks fails.
 # Re-screening all thirty rounds takes about 20 minutes of one core: make test checks the six latest (LATEST_ROUNDS),
 # and the full check, two tests that two workers share, is marked heldout (make test-heldout).

@@ -23,7 +23,7 @@ RERANK_KIND = "ivf-pq-rerank"
 def clustered_vectors():
     """3,000 base and 200 held-out query vectors at d=128 drawn from a mixture of 64 Gaussian clusters (embeddings
     of real text are clustered; isotropic noise is not). No encoder: encoding 3,200 SciFact abstracts with MiniLM
-    costs ~3 minutes on 2 cores. Real-vector figures: docs/scale.md (`rag bench scale`, real MiniLM and 1M)."""
+    costs ~3 minutes on 2 cores. Real-vector figures: docs/results-scale.md (`rag bench scale`, real MiniLM and 1M)."""
     rng = np.random.default_rng(0)
     centers = rng.normal(size=(64, 128)).astype(np.float32)
     x = centers[rng.integers(64, size=3200)] + rng.normal(size=(3200, 128)).astype(np.float32)

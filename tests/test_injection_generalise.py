@@ -67,7 +67,7 @@ def test_orders_to_human_readers_are_kept(benign):
     ],
 )
 def test_orders_addressed_to_an_ai_in_more_languages_are_flagged(passage):
-    """Rules K (docs/security.md): more words for the assistant, the AI and "AI model" in other scripts, the answer
+    """Rules K (docs/screen.md): more words for the assistant, the AI and "AI model" in other scripts, the answer
     an AI must give, and an AI that reads this text and must ...; each passage screened as the service screens it."""
     from rag.screen.detector import pieces
 
@@ -105,7 +105,7 @@ def test_text_about_an_assistant_in_other_languages_is_kept(benign):
     ],
 )
 def test_heads_vocatives_and_encodings_that_address_an_ai_are_flagged(passage):
-    """Rules J (session 22, docs/security.md), each passage screened as the service screens it."""
+    """Rules J (docs/screen.md), each passage screened as the service screens it."""
     from rag.screen.detector import pieces
 
     assert any(detector().flags(pieces(passage)))

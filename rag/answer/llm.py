@@ -26,7 +26,7 @@ LLM_TABLE = {
     "local": {
         "experimental": True,
         "about": "SmolLM2-135M on the CPU: fluent but often wrong (HotpotQA F1 0.080 against extractive 0.119 on "
-        "the same 40 questions, SQuAD 0.097 against 0.184), and 5 s a question; see docs/agent/README.md",
+        "the same 40 questions, SQuAD 0.097 against 0.184), and 5 s a question; see docs/answers.md",
     },
     "openai": {"experimental": False, "about": "any OpenAI-compatible endpoint (RAG_OPENAI_BASE_URL)"},
 }
