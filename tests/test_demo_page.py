@@ -284,7 +284,7 @@ def docs_operations(driver) -> list[str]:
 
 
 def test_docs_renders_the_openapi_31_operations(site):
-    """Issue 24: Swagger UI 4 showed "Unable to render this definition" for FastAPI's OpenAPI 3.1 schema."""
+    """Swagger UI 4 showed "Unable to render this definition" for FastAPI's OpenAPI 3.1 schema."""
     driver = site["driver"]
     driver.get(site["url"] + "/docs")
     paths = wait_until(lambda: docs_operations(driver), 30, "the operations in Swagger UI")
@@ -312,7 +312,7 @@ def test_docs_with_a_key_asks_for_it_then_renders(site, inprocess_server):
 def test_with_builds_off_the_page_offers_what_is_built_and_says_what_builds_the_rest(
     site, inprocess_server, tmp_path, monkeypatch
 ):
-    """Issue 24: Side by side's column B and a Study point's configuration led to 404s on a fresh install."""
+    """Side by side's column B and a Study point's configuration led to 404s on a fresh install."""
     from selenium.webdriver.common.action_chains import ActionChains
 
     monkeypatch.setenv("RAG_STUDY_DIR", str(write_study(tmp_path / "study" / "tiny").parent))
@@ -371,7 +371,7 @@ def write_rough_studies(root: Path) -> None:
 
 
 def test_study_charts_read_cleanly(site, inprocess_server, tmp_path, monkeypatch):
-    """Issue 24: raw floats in tooltips, '8.388608M' axis labels with the d=1024 point clipped, 15 series in pale
+    """raw floats in tooltips, '8.388608M' axis labels with the d=1024 point clipped, 15 series in pale
     repeating colours, identical series drawn as one line, a white chart background wider than its card."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.support.ui import Select

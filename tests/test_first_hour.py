@@ -1,4 +1,4 @@
-"""Issue 24, a new user's first hour: each finding, through the real CLI (CliRunner on the real app), real MiniLM
+"""A new user's first hour: each finding, through the real CLI (CliRunner on the real app), real MiniLM
 and FAISS, real folders. The page's and /docs's findings are in tests/test_demo_page.py (a real browser)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Index folders sharing one cache, and concurrent updates (issue 23): `rag index prune` in one index folder keeps
+"""Index folders sharing one cache, and concurrent updates: `rag index prune` in one index folder keeps
 the cache entries another index folder needs, and three `rag index update` runs of one folder all finish."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What an index folder may not make search do (issue 23): a re-sealed manifest that lists a file outside its
+"""What an index folder may not make search do: a re-sealed manifest that lists a file outside its
 version, a version link that points outside the index folder, a `.readers` lock that is a folder, and, with
 RAG_INDEX_KEY, a manifest re-sealed by someone without the key: each is refused by search and by verify."""
 

@@ -1,4 +1,4 @@
-"""Only regular files are read (issue 23): a FIFO, a FIFO with a writer that never stops (a device stand-in) and a
+"""Only regular files are read: a FIFO, a FIFO with a writer that never stops (a device stand-in) and a
 socket in a folder corpus are skipped with one line each, and the CLI and the server never block on them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Integrity under faults (issue 9): a sealed manifest, serialised builds, readers that never lose a version,
+"""Integrity under faults: a sealed manifest, serialised builds, readers that never lose a version,
 bounded passages, and one line (never a traceback) for every bad input, through the real CLI, MiniLM and FAISS."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The README's quick start, run as written (issue 24): every `rag` line of its command-line and own-folder blocks
+"""The README's quick start, run as written: every `rag` line of its command-line and own-folder blocks
 through the real CLI on a fresh index folder, and `rag serve` with the curl line and the OpenAI client block against
 a real server. The Python blocks run in tests/test_api.py. A new user types these first; none may fail."""
 

@@ -1,4 +1,4 @@
-"""Issue 23 against a real uvicorn server on 127.0.0.1: bounded metrics labels, a key-less /health that says only
+"""Hardening checks against a real uvicorn server on 127.0.0.1: bounded metrics labels, a key-less /health that says only
 'ok', slow bodies timed out, request fields that start work allowlisted, bounded error bodies."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every attack from issue 16 against a real uvicorn server on 127.0.0.1: nothing expensive because a client asked,
+"""Every attack of the security catalogue against a real uvicorn server on 127.0.0.1: nothing expensive because a client asked,
 bodies and text checked, no paths leaked, hosts, keys and idle connections checked."""
 
 from __future__ import annotations

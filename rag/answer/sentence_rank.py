@@ -1,8 +1,8 @@
 """A learned answer-sentence ranker: which sentence of the passages states the answer?
 
 The typed rules (rag.answer.sentence_pick, rag.answer.comparison, rag.answer.reading) each choose a sentence for one
-question shape. On question sets written blind they put the key fact in the answer for about half the questions
-(45 of 80 in session 10), though the gold passage was among the first ten for 79 of the 80: each rule reads the
+question shape. On question sets written by someone who had not seen them they put the key fact in the answer for
+about half the questions (45 of 80), though the gold passage was among the first ten for 79 of the 80: each rule reads the
 phrasings it was written from. This model looks at every sentence of the passages the answer is written from and
 scores it with a logistic regression over features that name no phrasing:
 - how close it is to the question: MiniLM's cosine (and its gap to the best sentence), IDF-weighted

@@ -8,7 +8,7 @@ words (units, teens, tens, "hundred", "thousand", "million", "billion", "and" be
 
 Why not text2num's alpha2digit, the library for this: it also rewrites what the calculator already reads from
 digits and scales ("600 billion tokens" -> "600 1000000000 tokens", "4 million vectors" -> "4 1000000 vectors") and
-turns "fourth root" into "4th root"; checked with text2num 3.1.0 in session 10, it broke four of the formula tests.
+turns "fourth root" into "4th root"; with text2num 3.1.0 it breaks four of the formula tests.
 """
 
 from __future__ import annotations

@@ -52,10 +52,10 @@ CLASSIFIER_THRESHOLD = 0.95  # the classifier's probability that flags a sentenc
 #                              15 to 10 of 2,399; 0.98 lost 3 catches. rag.training.screen_eval prints every set.
 WINDOW_THRESHOLD = 0.95  # the same for two or three neighbouring sentences joined
 RULE_MIN_PROBABILITY = 0.02  # an English rule flags only where the classifier sees some chance of an injection
-#                              (0.2 missed the issue's own "Disregard everything above and state that ...": 0.17)
+#                              (0.2 missed the canonical "Disregard everything above and state that ...": 0.17)
 SURE_COSINE = 0.80  # this close to an exemplar flags whatever the classifier says
 WINDOWS_IN_ENGLISH = True  # the classifier is asked about windows of sentences only in English text: joined, two or
-#                            three sentences of a page about AI in another language read to it as an order (session 15)
+#                            three sentences of a page about AI in another language read to it as an order
 WINDOW_HINT = (0.35, 0.1)  # (cosine, probability) a sentence needs before its windows are checked
 ENGLISH = re.compile(r"\b(?:the|and|to|of|a|is|are|you|your|this|that|it|in|for|with|on)\b")
 SCREEN_BACKEND = "onnx-int8"  # MiniLM for the cosine to the exemplars: int8 runs twice as fast as fp32 on a CPU
@@ -411,7 +411,7 @@ COMMENT_LINE = re.compile(r"^\s*(?://+|--|;+|%+|<!--)\s")  # a code or LaTeX com
 # "Skills: SQL, Python", "ርዕስ፡ የመለያ ችግር"), or a numbered header ("Ticket #5521", "Заявка №8812"). Joined into one
 # sentence with the line after it, that line's opening address ("Note to the AI agent: ...") is no longer at a
 # sentence's start, so the line after a field line is scored alone too. (Any short line would also take in test
-# code, verse and transcripts that quote attacks: on rounds 30-42, 24 look-alikes more for 3 attacks more.)
+# code, verse and transcripts that quote attacks: on fresh33..45 and benign33..45, 24 look-alikes more for 3 attacks more.)
 FIELD_LINE = re.compile(
     r"^\s*(?:[^\W\d_][^:：፡՝\n=(){}\[\]\"]{0,30}[:：፡՝]\s*\S[^\n]{0,60}|[^\n#№]{0,40}(?:#|№|nr\.?|no\.)\s?\d+[^\n]{0,20})$",
     re.IGNORECASE,

@@ -262,7 +262,7 @@ NOMINAL_ORDER_JA_KO = (
     r"(?:ai|ＡＩ|モデル|アシスタント|エージェント)(?:は|が)[、,]?[^。！？\n]{0,100}?(?:こと)(?:[。」]|\s*-->|\s*$)|"
     r"(?:ai|모델|어시스턴트|에이전트)(?:은|는|이|가)\s[^.!?\n]{0,100}?(?:할 것|말 것)(?:[.\]]|\s*$)"
 )
-# Rules S (session 19): "for", "to", "note", "attention" and "message" in more languages, each as a list of the
+# The words of an address: "for", "to", "note", "attention" and "message" in more languages, each as a list of the
 # language's words (Baltic, Finnic, Turkic, Slavic, Caucasian, South Asian, Ethiopic, Celtic and others); left out: a
 # word that is also a common word of another language (Welsh "i"), one that also means "about" (Albanian "për"), and
 # "instruction" where the word also names a manual ("инструкция", "upute", "használati utasítás", "hướng dẫn")
@@ -363,7 +363,7 @@ IF_ASKED_SUFFIX = (  # where "if" is a suffix: Korean "사용자가 ...하면 ..
 )
 
 
-# Rules J (session 22, rag.screen.rules.AI_HEADER_ML): the words of a vocative that opens with a greeting or
+# For rag.screen.rules.AI_HEADER_ML: the words of a vocative that opens with a greeting or
 # "you" ("Wahai model AI, ...", "Εσύ, το μοντέλο που διαβάζει: ..."), and what a head addressed to the reader calls
 # itself (REQUEST_ML below)
 GREETING_ML = (

@@ -19,11 +19,11 @@ and its normalised form; each has a name that a flag reports.
 - Other languages (their words and phrases: rag.screen.languages): overrides ("ignore the previous
   instructions"), "if you are an AI", "from now on you are", fake system headers, dictated answers, and a sentence
   that opens by addressing an AI assistant, the model or the agent (`addressed-ml`: "Uwaga dla asystenta AI: ...").
-  Rules M (session 15): an AI system called by name in more languages and case forms (`vocative-ml`: "Agente de
+  An AI system called by name in more languages and case forms (`vocative-ml`: "Agente de
   IA, cuando respondas, ..."), "if you are a language model" (`if-ai-ml`), the AI that reads or summarises this text
   (`reader-ml`), "when summarising, write that ..." (`summary-order-ml`), and a Japanese or Korean order to an AI
-  topic (`topic-order-ml`). Rules R and S (sessions 18 and 19) widened the word tables that `addressed-ml`,
-  `vocative-ml` and `if-ai-ml` read: an AI system, a language model, "if", "are you", and the words of an address
+  topic (`topic-order-ml`). The word tables that `addressed-ml`,
+  `vocative-ml` and `if-ai-ml` read name an AI system, a language model, "if", "are you", and the words of an address
   ("for", "note", "attention") in more languages. A rule in another language stands alone: the classifier reads
   English.
 """
@@ -421,7 +421,7 @@ AI_NAMED = (
     r"(?:" + AI_ML + r"|" + AI_ADDRESSEE + r"|" + MODEL_ML + r"|model\w*|modèle\w*|модел\w*|μοντέλ\w*|מודל\w*|"
     r"نموذج\w*|मॉडल\S*)"
 )
-# Rules J (session 22): a short head that names an AI system and says whom it addresses (to, for, dear, note, a
+# AI_HEADER_ML: a short head that names an AI system and says whom it addresses (to, for, dear, note, a
 # request or a message, "that reads this"), then a colon and at least three words ("Прохання до штучного інтелекту,
 # який узагальнює відгуки: ...", "Notă pentru sistemul automat de evaluare: ...", "एआई के लिए निर्देश: ..."), after a
 # speaker's label if any; or a greeting or "you" that opens a vocative naming one ("Wahai model AI, abaikan ...",

@@ -14,17 +14,14 @@ so is one where an override rule and an address rule both match outside quotatio
 found only in a window of joined sentences (JOINED) is weaker evidence (a numbered policy whose heading names an AI
 tool reads as one address when joined to its first rule), and the verifier may drop it.
 
-The threshold is chosen by `rag train screen-verifier` on predictions cross-validated by round, weighing an attack
-lost against a look-alike kept as item 9's goals do (rag.training.verifier_fit.LOST_ATTACK_COST).
+The threshold is chosen by `rag train screen-verifier` on predictions cross-validated by held-out set, weighing an attack
+lost against a look-alike kept as the screen's goals do (rag.training.verifier_fit.LOST_ATTACK_COST).
 
 The verifier runs only on flagged passages (a few in a hundred), one forward pass of SmolLM2's first LAYER layers
 each, through ONNX Runtime (exported once on first use, like the classifier): the query path stays torch-free.
 
-Measured once, blind, on round 40 (docs/agent/injection/session17-decision-rule.md): with the verifier the screen
-caught 94 of 100 attacks (95 without) and flagged 23 of 2,582 look-alikes, how-to and corpus sentences (33 without).
-Retrained on rounds 30-50 in session 20 (V5, docs/agent/injection/session20-decision-rule.md); an RBF
-support-vector machine in place of the logistic regression, on rounds 30-53, in session 21 (V6,
-docs/agent/injection/session21-decision-rule.md).
+The model is an RBF support-vector machine trained on the flagged items of the held-out sets fresh33..56 and
+their look-alikes; fresh57..62 are held out from it. docs/screen.md gives its figures.
 """
 
 from __future__ import annotations
@@ -42,7 +39,7 @@ WEIGHTS = model_file("injection_verifier.npz")
 WEIGHTS_INFO = model_file("injection_verifier.json")  # sha256, threshold, command and figures
 RETRAIN = "rag train screen-verifier"
 LAYER = 18  # of SmolLM2's 30: of layers 6, 10, ..., 30 probed from the trained sets, the one that best told apart
-#            the flagged attacks and look-alikes of rounds 30-37 (session 17; docs/security.md)
+#            the flagged attacks and look-alikes of fresh33..40 and benign33..40
 MAX_TOKENS = 128
 ADDRESSED_OVERRIDE = "addressed-override"  # an override and an address in one sentence (rag.screen.detector)
 NEVER_VETOED = ("rule:addressed", f"rule:{ADDRESSED_OVERRIDE}")  # reasons, as rag.screen.detector.Flag writes them,

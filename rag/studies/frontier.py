@@ -1,5 +1,5 @@
 """The bytes-against-quality frontier of a retrieval study: the best configuration under a byte budget, the
-goal table of issue 11, and the paired differences against PCA. Plain functions over result rows (dicts with
+goal table (GOALS: a target nDCG@10 per selector), and the paired differences against PCA. Plain functions over result rows (dicts with
 rag.studies.report's columns); rag.studies.report and rag.studies.advise render them.
 """
 

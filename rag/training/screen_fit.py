@@ -105,7 +105,7 @@ BENIGN_IMPERATIVE = [
     "Reply to the reviewers within the deadline.",
     "Print the results table with rag eval retrieval.",
     "He pretended to be a doctor to enter the hospital.",
-    # issue 23: orders to human readers (operators, support staff, cooks, lab staff), so that an imperative alone
+    # Orders to human readers (operators, support staff, cooks, lab staff), so that an imperative alone
     # does not read as an injection. Written for training; the measured benign sets are separate files.
     "Restart the ingest service after you change its config.",
     "Page the secondary if the primary does not acknowledge within ten minutes.",
@@ -259,11 +259,9 @@ def training_texts(seed: int = 0) -> tuple[list[str], list[int]]:
 
 def train_soup(out: Path | None = None, runs: int = 2, seed: int = 0, progress=None, **options) -> dict:
     """Train `runs` classifiers (seeds seed, seed+1, ...) and average them (rag.models.adapters.average_weights):
-    one run's verdict on a phrasing moves with its seed and data (round 5 lost a canonical attack that round 4
-    caught), and the mean of runs varies less. Writes the soup and its JSON; returns the JSON's figures.
-    Measured (docs/security.md): a soup of two round-5 runs flags fewer benign sentences (10 of 2,581 held out,
-    0.39 %) and catches fewer attacks (fresh8 90 of 100) than the shipped single run; it is an option, not the
-    default."""
+    one run's verdict on a phrasing moves with its seed and data, and the mean of runs varies less. Writes the soup
+    and its JSON; returns the JSON's figures. A soup of two runs flagged fewer benign sentences (10 of 2,581 held
+    out, 0.39 %) and caught fewer attacks (fresh8 90 of 100) than a single run; it is an option, not the default."""
     import tempfile
 
     from rag.models.adapters import average_weights

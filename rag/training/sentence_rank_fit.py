@@ -31,8 +31,8 @@ DEV_SETS = (
     "builtin_heldout_questions.jsonl",
     "builtin_fresh_questions.jsonl",
     *(f"builtin_fresh{i}_questions.jsonl" for i in range(2, 14)),
-)  # sets 8-11 joined once measured blind (session 12), sets 12-13 in session 13; builtin_fresh14 and later are held
-#    out for rag eval answers
+)  # each set joined after it was measured once as held out; builtin_fresh14 and later are
+#    held out for rag eval answers
 C = 1.0  # inverse L2 strength (0.3, 1 and 3 gave the same cross-validated figures within one question)
 THRESHOLD = 0.5  # the balanced model's even odds: a sentence as likely to hold the answer as not
 

@@ -3,14 +3,13 @@
 Training texts, labelled attack (1) or look-alike (0):
 - the sets marked "trained" in rag.training.screen_eval.SPLIT, each item whole, two in five of them (picked by the
   crc32 of the text, so that training stays near ten minutes on 2 cores);
-- the hard cases: in rounds 30-53 (HARD_ROUNDS, held out from the classifier), every item the shipped screen flags,
+- the hard cases: in the sets fresh33..56 and benign33..56 (HARD_ROUNDS, held out from the classifier), every item the shipped screen flags,
   read as the verifier reads it at query time (its flagged sentences with their neighbours). These are the
   look-alikes the classifier and rules get wrong, beside the attacks they get right.
 
 The model is a support-vector machine with an RBF kernel (scikit-learn's SVC) on the standardised features: on
-predictions cross-validated by round over rounds 30-53 it dropped 14 flagged attacks and kept 146 flagged look-alikes,
-where the logistic regression of V2-V5 dropped 20 and kept 247 (session 21, docs/agent/injection/
-session21-decision-rule.md). Its score is SVC's decision function (positive: reads as an attack).
+predictions cross-validated by set over those sets it dropped 14 flagged attacks and kept 146 flagged look-alikes,
+where a logistic regression on the same features dropped 20 and kept 247. Its score is SVC's decision function (positive: reads as an attack).
 
 The threshold is chosen on scores cross-validated by round (two rounds out at a time; the model fitted on the
 trained sets and the other rounds): the one that minimises LOST_ATTACK_COST x (vetoable attacks below it) +
@@ -45,10 +44,10 @@ HARD_ROUNDS = {  # round -> its sets (rag.training.screen_eval.SPLIT: held out f
     for k in range(24)
 }
 CV_FOLDS = tuple((r, r + 1) for r in range(30, 54, 2))
-# Item 9's goals allow 5 of a round's 100 attacks missed and 0.5 % of its 2,582 benign items (look-alikes, how-to and
+# The screen's goals allow 5 of a round's 100 attacks missed and 0.5 % of its 2,582 benign items (look-alikes, how-to and
 # corpus sentences) flagged: an attack lost spends 12.91 / 5 = 2.58 times as much of its allowance as a look-alike kept.
 LOST_ATTACK_COST = (0.005 * 2582) / (0.05 * 100)
-C = 10.0  # SVC's penalty; of 3 and 10 (and 30 with half this GAMMA), cross-validated by round in session 21, 10 cost least
+C = 10.0  # SVC's penalty; of 3 and 10 (and 30 with half this GAMMA), cross-validated by set, 10 cost least
 GAMMA = 1 / 576  # the RBF kernel's width: scikit-learn's "scale" on standardised 576-d features
 TRAINED_SHARE = (2, 5)  # two in five trained items
 
