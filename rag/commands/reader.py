@@ -89,7 +89,7 @@ def eval_answers(
         None, help="Multi-hop probability at which a planned second hop runs (default: the trained one)."
     ),
     threads: int = typer.Option(1, help="torch CPU threads."),
-    out: Path = typer.Option(Path("docs/agent/answers"), "--out", help="Folder for results.json and report.md."),
+    out: Path = typer.Option(Path("results/answers"), "--out", help="Folder for results.json and report.md."),
 ):
     """Answer EM/F1 (SQuAD reading and open-domain, HotpotQA), key facts and citations (built-in corpus)."""
     _eval_answers(

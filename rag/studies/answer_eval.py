@@ -245,7 +245,7 @@ def evaluate_answers(
     hotpot_limit: int | None = None,
     seed_file: Path | None = None,
     compare_no_reader: bool = False,
-    out: Path | str = "docs/agent/answers",
+    out: Path | str = "results/answers",
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict:
     """Run the parts for each backend (and without the reader when asked); write results.json, per_query.jsonl and
