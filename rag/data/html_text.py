@@ -8,7 +8,7 @@ in chunks, with the budget's deadline and character bound checked between them.
 - The text inside <main> is kept (else inside <article>, else all of it), split into blocks at block-level tags;
   h1..h6 give the heading path, <pre> is a code block with its line breaks.
 - Text nodes are joined as written: `Initial<wbr>ize` and `<b>Multi</b>Dataset` stay one word; a block-level tag
-  or <br> separates words.
+  or <br> separates words (<br> within the block).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ DROP = {"script", "style", "noscript", "nav", "header", "footer", "aside", "form
 HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 BREAKS = {
     "p", "li", "pre", "blockquote", "td", "th", "dt", "dd", "figcaption", "caption", "div", "section", "table",
-    "tr", "ul", "ol", "dl", "main", "article", "body", "figure", "details", "summary", "hr", "br", "tbody", "thead",
+    "tr", "ul", "ol", "dl", "main", "article", "body", "figure", "details", "summary", "hr", "tbody", "thead",
     "h1", "h2", "h3", "h4", "h5", "h6", "title", "address", "center", "fieldset", "legend", "option",
 }  # fmt: skip
 VOID = {"br", "hr", "img", "input", "meta", "link", "wbr", "area", "base", "col", "embed", "source", "track"}
@@ -73,6 +73,8 @@ class StreamingText(HTMLParser):
             return
         if tag == "a":
             self.in_link += 1
+        if tag == "br":
+            self.buffer.append("\n" if self.pre else " ")
         if tag in BREAKS and not self.pre:
             self.flush()
         if tag == "pre":
@@ -85,10 +87,12 @@ class StreamingText(HTMLParser):
             self.article += 1
 
     def handle_startendtag(self, tag, attrs):
-        if not self.drop and tag in BREAKS and not self.pre:
+        if self.drop:
+            return
+        if tag == "br":
+            self.buffer.append("\n" if self.pre else " ")
+        elif tag in BREAKS and not self.pre:
             self.flush()
-        elif self.pre and tag == "br":
-            self.buffer.append("\n")
 
     def handle_endtag(self, tag):
         if tag in DROP:
