@@ -148,3 +148,13 @@ def test_jsonl_nested_too_deep_is_an_error_naming_the_line(tmp_path):
     path.write_text('{"_id": "1", "text": "ok"}\n' + "[" * 100_000 + "]" * 100_000 + "\n")
     with pytest.raises(RagError, match="line 2: JSON nested too deep"):
         read_jsonl(path)
+
+
+def test_unclosed_html_tags_are_read_in_linear_time(tmp_path):
+    corpus = load_corpus(str(folder_with(tmp_path, "tags.html", "<p>Gears mesh.</p>" + "<a =" * 50_000)))
+    assert any(p.source == "tags.html" and "Gears mesh." in p.text for p in corpus.passages)
+
+
+def test_thousands_of_unmatched_rst_markup_strings_are_cut_off(tmp_path):
+    corpus = load_corpus(str(folder_with(tmp_path, "ticks.rst", "Title\n=====\n\n" + "`a " * 30_000 + "\n")))
+    assert "unmatched inline markup" in skipped_line(corpus, "ticks.rst")

@@ -3,8 +3,9 @@
 A small file can ask a parser for unbounded work: YAML aliases that nest (a 500-byte front matter naming 9**9 lists),
 reST substitutions that double at each level, a PDF whose pages share one huge compressed content stream. Each
 reader charges what it extracts to a `Budget` made from the file's size: extracted characters and passages at most
-proportional to the bytes on disk (with a floor for small files and a hard cap for any file), and a deadline that
-the readers check between the units they process (HTML chunks, PDF pages). A file past its budget raises
+proportional to the bytes on disk (with a floor for small files and a hard cap for any file), and a deadline (also
+proportional, floor and cap) that the readers check between the units they process (HTML chunks, PDF pages, reST
+text blocks). A file past its budget raises
 `Unreadable` with one line naming the bound; the folder's other files build.
 """
 
@@ -19,7 +20,9 @@ MAX_CHARS = 40 * 2**20  # the hard cap for any file
 BYTES_PER_PASSAGE = 64  # passages at most one per this many bytes on disk (with the floor below)
 MIN_PASSAGES = 2_000
 MAX_PASSAGES = 100_000
-SECONDS = 60.0  # wall time one file may take, checked between units of work
+SECONDS = 60.0  # wall time one file may take (the cap), checked between units of work
+SECONDS_MIN = 5.0  # ... and the floor, plus one second per BYTES_PER_SECOND of the file
+BYTES_PER_SECOND = 50_000  # docutils reads about 300 KB/s on one core; the readers here are faster
 YAML_MAX_ALIASES = 64  # real front matter uses a few aliases at most
 YAML_MAX_BYTES = 256 * 1024
 PDF_PAGE_CHARS = 200_000  # a dense printed page holds about 5,000 characters
@@ -38,15 +41,19 @@ class Budget:
     passages: int
     deadline: float
     size: int = 0
+    seconds: float = SECONDS
     used: int = field(default=0)
 
     @classmethod
-    def for_size(cls, size: int, seconds: float = SECONDS) -> "Budget":
+    def for_size(cls, size: int, seconds: float | None = None) -> "Budget":
+        if seconds is None:
+            seconds = min(SECONDS, SECONDS_MIN + size / BYTES_PER_SECOND)
         return cls(
             chars=min(MAX_CHARS, max(MIN_CHARS, CHARS_PER_BYTE * size)),
             passages=min(MAX_PASSAGES, max(MIN_PASSAGES, size // BYTES_PER_PASSAGE)),
             deadline=time.monotonic() + seconds,
             size=size,
+            seconds=seconds,
         )
 
     def charge(self, chars: int) -> None:
@@ -60,7 +67,7 @@ class Budget:
 
     def check_time(self) -> None:
         if time.monotonic() > self.deadline:
-            raise Unreadable(f"over its budget: reading took more than {SECONDS:.0f} s")
+            raise Unreadable(f"over its budget: reading took more than {self.seconds:.0f} s")
 
     def check_passages(self, count: int) -> None:
         if count > self.passages:

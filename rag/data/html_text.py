@@ -2,7 +2,9 @@
 
 The standard library's `html.parser.HTMLParser` reports tags and text as a stream; this reader keeps counters (not a
 tree), so deeply nested markup (`<div><p>x</p>` repeated 10,000 times) costs what its bytes cost. The input is fed
-in chunks, with the budget's deadline and character bound checked between them.
+in chunks, with the budget's deadline and character bound checked between them; a `<` with no `>` anywhere after
+it is text (as HTMLParser would end up reading it), written as `&lt;` first, since the parser rescans the rest of
+the input from each such `<` (`<a =` repeated is quadratic).
 
 - Scripts, styles, navigation, headers, footers, forms and the like are dropped with everything inside them.
 - The text inside <main> is kept (else inside <article>, else all of it), split into blocks at block-level tags;
@@ -138,6 +140,9 @@ class StreamingText(HTMLParser):
 def read_html(text: str, budget: Budget | None = None) -> tuple[str, list[Piece], bool]:
     """(the <title>, the kept pieces, whether all the text sat inside links) of an HTML text."""
     parser = StreamingText(budget or unbounded())
+    last = text.rfind(">")
+    if "<" in text[last + 1 :]:  # '<' with no '>' after it is text; HTMLParser rescans from each one (quadratic)
+        text = text[: last + 1] + text[last + 1 :].replace("<", "&lt;")
     for start in range(0, len(text), CHUNK):
         parser.feed(text[start : start + CHUNK])
         parser.budget.check_time()

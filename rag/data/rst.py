@@ -221,6 +221,40 @@ def utils_normalize(name: str) -> str:
     return fully_normalize_name(name)
 
 
+INLINE_FAILURES = 2_000  # inline markup left unmatched (a start-string with no end-string) that one file may hold
+INLINE_SCAN = 20_000_000  # characters those failures may make docutils search (each searches its text block)
+
+
+def budget_inliner(budget: Budget):
+    """docutils' Inliner, checking the deadline for each text block and counting unmatched inline markup: each
+    unmatched start-string costs a search to the end of its text block, so thousands of them in one paragraph
+    (`` `a `` repeated) are quadratic; past INLINE_FAILURES of them, or INLINE_SCAN characters searched, the file is
+    Unreadable."""
+    from docutils.parsers.rst.states import Inliner
+
+    inliner = Inliner()  # wrapped on the instance: Inliner builds its patterns from its own class's attributes
+    parse, problematic = inliner.parse, inliner.problematic
+    failures = scanned = block = 0
+
+    def checked_parse(text, lineno, memo, parent):
+        nonlocal block
+        budget.check_time()
+        block = len(text)
+        return parse(text, lineno, memo, parent)
+
+    def counted_problematic(text, rawsource, message):
+        nonlocal failures, scanned
+        failures, scanned = failures + 1, scanned + block
+        if failures > INLINE_FAILURES or scanned > INLINE_SCAN:
+            raise Unreadable(f"over its budget: {failures:,} unmatched inline markup strings in long text blocks")
+        if failures % 64 == 0:
+            budget.check_time()
+        return problematic(text, rawsource, message)
+
+    inliner.parse, inliner.problematic = checked_parse, counted_problematic
+    return inliner
+
+
 def parse_tree(text: str, budget: Budget | None = None):
     """The docutils document of a reST text, transformed as publish_doctree does, with its substitutions checked
     against the budget first. Unreadable past the budget or nested too deep for the parser."""
@@ -230,7 +264,7 @@ def parse_tree(text: str, budget: Budget | None = None):
 
     budget = budget or unbounded()
     register(text)
-    parser = Parser()
+    parser = Parser(inliner=budget_inliner(budget))
     document = new_document("<rst>", frontend_settings())
     try:
         parser.parse(text, document)
