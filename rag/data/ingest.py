@@ -184,14 +184,15 @@ def read_bounded(path: Path, limit: int, fmt: str, root: Path | None = None) -> 
     a regular file on the descriptor and read with a byte bound."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path, flags)
+    if root is not None:
+        opened = descriptor_path(fd)
+        if opened is None:  # the kernel cannot say where the descriptor leads: refuse symlinks altogether
+            os.close(fd)
+            fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
+        elif not opened.is_relative_to(root):
+            os.close(fd)
+            raise Unreadable("symlink leading outside the folder (the file was replaced after the scan); skipped")
     with os.fdopen(fd, "rb") as f:
-        if root is not None:
-            opened = descriptor_path(fd)
-            if opened is None:  # no way to ask the kernel: refuse what a symlink leads to
-                fd_nofollow = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
-                os.close(fd_nofollow)
-            elif not opened.is_relative_to(root):
-                raise Unreadable("symlink leading outside the folder (the file was replaced after the scan); skipped")
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise Unreadable(f"not a regular file ({FILE_KINDS.get(stat.S_IFMT(info.st_mode), 'unknown kind')})")
