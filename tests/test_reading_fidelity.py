@@ -174,3 +174,11 @@ def test_real_documentation_reads_faithfully(name):
     assert report["parser_message_passages"] == 0, report["parser_message_ids"]
     assert report["markup_debris_passages"] == 0, report["markup_debris_ids"]
     assert not report["skipped"]
+
+
+def test_conditions_and_layouts_keep_their_content_without_their_argument():
+    text = rst_text(
+        ".. only:: html\n\n   Only html.\n\n.. grid:: 1 2 2 2\n\n   .. grid-item-card:: Card title\n\n      Card body.\n"
+    )
+    assert text == "Only html.\n\nCard title\n\nCard body."
+    assert [b.text for b in md_blocks("/// html | div.note\nInside.\n///\n")] == ["Inside."]

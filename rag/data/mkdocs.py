@@ -37,8 +37,8 @@ def reference(match: re.Match) -> str:
 
 
 def with_references(line: str) -> str:
-    for pattern in INCLUDES:
-        if "{" in line or "8<" in line:
+    if "{" in line or "8<" in line:
+        for pattern in INCLUDES:
             line = pattern.sub(reference, line)
     return line
 
@@ -57,9 +57,12 @@ def container_title(marker: str, args: str) -> str:
 
 
 def block_title(name: str | None, title: str | None) -> str:
+    """The title a pymdownx block shows: its title, else its type; an `html` block's argument is a selector."""
+    if name == "html":
+        return ""
     if title:
         return title
-    if name and name not in ("html", "tab"):
+    if name and name != "tab":
         return name.replace("-", " ").capitalize()
     return ""
 

@@ -10,7 +10,8 @@ does not know is registered with docutils' own API:
   reference line `[included: path]` (never read); `raw:: html` is its text (other raw formats are dropped);
   `versionadded` / `versionchanged` / `deprecated` read "New in version 2.0: …" as Sphinx prints them; diagram
   directives (`mermaid`, `graphviz`, …) keep their source as code; navigation (`toctree`, `index`, `highlight`,
-  `currentmodule`, …) is dropped; any other directive (`tab`, `tab-set`, `autoclass`, `seealso`, …) keeps its
+  `currentmodule`, …) is dropped; conditions and layouts (`only`, `grid`, `tab-set`, …) keep their content only;
+  any other directive (`tab`, `tab-set`, `autoclass`, `seealso`, …) keeps its
   argument as a line and its content parsed as reST.
 - Parser messages never become text: `report_level`/`halt_level` 5 with a private `warning_stream`, and
   `system_message` nodes are left out wherever they sit in the tree.
@@ -41,6 +42,7 @@ NAVIGATION_DIRECTIVES = {
     "toctree", "index", "highlight", "currentmodule", "module", "py:module", "py:currentmodule", "sectionauthor",
     "moduleauthor", "codeauthor", "tabularcolumns", "default-role", "default-domain", "autosummary", "meta",
 }  # fmt: skip
+LAYOUT_DIRECTIVES = {"only", "ifconfig", "grid", "grid-item", "tab-set", "tabs", "hlist", "cssclass", "rst-class"}
 SETTINGS = {
     "report_level": 5,
     "halt_level": 5,
@@ -136,11 +138,20 @@ def directive_classes():
             text = html_fragment_text("\n".join(self.content))
             return [nodes.paragraph(text=part) for part in text.split("\n\n") if part.strip()]
 
+    class Layout(Generic):
+        """A directive whose argument is a condition or a layout (`only:: html`, `grid:: 1 2 2 2`): content only."""
+
+        def run(self):
+            box = nodes.container()
+            if self.content:
+                self.state.nested_parse(self.content, self.content_offset, box)
+            return [box]
+
     class Nothing(Generic):
         def run(self):
             return []
 
-    return Generic, Version, Code, Diagram, Include, Raw, Nothing
+    return Generic, Version, Code, Diagram, Include, Raw, Layout, Nothing
 
 
 def register(text: str) -> None:
@@ -154,7 +165,7 @@ def register(text: str) -> None:
     for name in set(ROLE_NAME.findall(text)):
         if roles.role(name, english, 0, reporter)[0] is None:
             roles.register_local_role(name, text_role)
-    generic, version, code, diagram, include, raw, nothing = directive_classes()
+    generic, version, code, diagram, include, raw, layout, nothing = directive_classes()
     scratch = utils.new_document("<rst>", frontend_settings())
     for name in set(DIRECTIVE_NAME.findall(text)):
         key = name.lower()
@@ -170,6 +181,8 @@ def register(text: str) -> None:
             directives.register_directive(name, diagram)
         elif key in NAVIGATION_DIRECTIVES:
             directives.register_directive(name, nothing)
+        elif key in LAYOUT_DIRECTIVES:
+            directives.register_directive(name, layout)
         elif directives.directive(name, english, scratch)[0] is None:
             directives.register_directive(name, generic)
 
