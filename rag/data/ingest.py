@@ -7,8 +7,8 @@
 - HTML (.html, .htm): rag.data.html_text, one linear pass of the standard library's HTMLParser. Scripts, styles,
   navigation, headers, footers and forms are dropped; the text of <main> (or <article>, or <body>) is kept, split
   at h1..h6.
-- PDF (.pdf): pypdf, one block per page with its page number; a page whose content stream decodes past
-  PDF_STREAM_BYTES is left out (and named in the document's notes).
+- PDF (.pdf): pypdf, one block per page with its page number; a page whose content stream decodes past the
+  file's budget (at most PDF_STREAM_BYTES) is left out (and named in the document's notes).
 - reStructuredText (.rst): docutils' parser with Sphinx's roles and directives (rag.data.rst); sections give the
   heading path.
 - plain text (.txt): paragraphs.
@@ -440,12 +440,18 @@ def pdf_page_blocks(text: str, page: int) -> list[Block]:
     return [Block(p.strip(), headings, page=page) for p in re.split(r"\n\s*\n", text) if p.strip()]
 
 
+def stream_limit(budget: Budget) -> int:
+    """The decoded bytes one page's content stream may have: the file's character budget (text cannot outgrow the
+    operators that draw it), at least 1 MB, at most PDF_STREAM_BYTES."""
+    return min(PDF_STREAM_BYTES, max(2**20, budget.chars))
+
+
 def page_text(page, number: int, budget: Budget, left_out: list[int]) -> str:
     """One page's text, charged to the budget; "" (and the page number in left_out) when its content stream decodes
-    past PDF_STREAM_BYTES."""
+    past stream_limit (pypdf's extraction takes about a second per 2 MB)."""
     contents = page.get_contents()
     size = len(contents.get_data()) if contents is not None else 0
-    if size > PDF_STREAM_BYTES:
+    if size > stream_limit(budget):
         left_out.append(number)
         return ""
     text = page.extract_text() or ""
@@ -479,7 +485,7 @@ def parse_pdf(path, budget: Budget | None = None) -> Document:
     notes = []
     if left_out:
         shown = ", ".join(map(str, left_out[:10])) + (" …" if len(left_out) > 10 else "")
-        notes.append(f"page(s) {shown} left out: content stream over {PDF_STREAM_BYTES // 2**20} MB each")
+        notes.append(f"page(s) {shown} left out: content stream over {stream_limit(budget) / 2**20:.1f} MB each")
     if not blocks:
         if left_out:
             raise Unreadable(f"over its budget: {notes[0]}, no other text")
