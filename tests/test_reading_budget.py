@@ -126,12 +126,13 @@ def test_symlinks_inside_the_folder_still_read(tmp_path):
     assert {"alias.md", "real.md", "page.md"} == {p.source for p in corpus.passages}
 
 
-def test_symlink_loops_are_skipped_with_one_line_each(tmp_path):
+def test_symlink_loops_and_dangling_links_are_skipped_with_one_line_each(tmp_path):
     folder = folder_with(tmp_path, "ok.txt", "Gears mesh.")
     (folder / "self.md").symlink_to(folder / "self.md")
     (folder / "a.md").symlink_to(folder / "b.md")
     (folder / "b.md").symlink_to(folder / "a.md")
     os.symlink(folder / "loopdir", folder / "loopdir")
+    (folder / "gone.md").symlink_to(folder / "missing.md")
     corpus = load_corpus(str(folder))
     assert {p.source for p in corpus.passages} == {"page.md", "ok.txt"}
     loops = sorted(line for line in folder_warnings(corpus) if "symlink loop" in line)
@@ -141,6 +142,7 @@ def test_symlink_loops_are_skipped_with_one_line_each(tmp_path):
         "skipped loopdir: symlink loop; skipped",
         "skipped self.md: symlink loop; skipped",
     ]
+    assert "skipped gone.md: broken symlink; skipped" in folder_warnings(corpus)
 
 
 def test_jsonl_nested_too_deep_is_an_error_naming_the_line(tmp_path):

@@ -109,7 +109,7 @@ def scan_folder(folder: Path) -> Scan:
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for d in dirnames:  # os.walk does not enter symlinked folders; say so when one leads elsewhere
             if (here / d).is_symlink():
-                target, why = real_path(here / d)
+                target, _ = real_path(here / d)
                 if target is not None and not target.is_relative_to(root):
                     scan.skipped.append(
                         ((here / d).relative_to(folder).as_posix(), f"symlink leading outside the folder (to {target})")
@@ -126,9 +126,6 @@ def scan_folder(folder: Path) -> Scan:
                     continue
                 if not target.is_relative_to(root):
                     scan.skipped.append((rel, f"symlink leading outside the folder (to {target})"))
-                    continue
-                if not target.is_file() and not not_regular(target):
-                    scan.skipped.append((rel, "broken symlink"))
                     continue
             kind = not_regular(path)
             if kind:  # a FIFO blocks the reader forever, a device never ends: neither is a document
