@@ -77,3 +77,16 @@ def test_a_repeated_failure_is_logged_once(tmp_path, caplog):
     assert len(warnings) == 1 and "notes" in warnings[0].getMessage() and str(folder) not in warnings[0].getMessage()
     watcher.handle({str(folder / "a.md")})
     assert watcher.updates == 1 and watcher.health()["failing"] == []
+
+
+def test_a_symlink_loop_is_warned_once_across_changes(tmp_path, caplog):
+    folder = watched(tmp_path)
+    (folder / "loop.md").symlink_to(folder / "loop.md")
+    watcher = Watcher({"notes": str(folder)}, RetrieverPool(build_missing=False))
+    with caplog.at_level(logging.WARNING, logger="rag.serve"):
+        for n in range(3):
+            (folder / f"n{n}.md").write_text(f"# Note {n}\n\nText {n}.\n")
+            watcher.handle({str(folder / f"n{n}.md")})
+    assert watcher.updates == 3 and watcher.errors == 0
+    loops = [r.getMessage() for r in caplog.records if "symlink loop" in r.getMessage()]
+    assert loops == ["watch: notes: skipped loop.md: symlink loop; skipped"]

@@ -15,7 +15,7 @@ import logging
 import threading
 from pathlib import Path
 
-from rag.data.corpus import load_corpus
+from rag.data.corpus import folder_warnings, load_corpus
 from rag.index.update import index_links, update_indexes
 
 log = logging.getLogger("rag.serve")
@@ -32,14 +32,15 @@ def changed_corpora(paths: set[str], corpora: dict[str, str]) -> list[str]:
 
 
 def refresh(folder: str, pool) -> dict:
-    """Update one folder corpus's stored indexes and drop its open BM25-only retrievers; what changed, per index."""
+    """Update one folder corpus's stored indexes and drop its open BM25-only retrievers; what changed, per index,
+    and the folder's warnings (files skipped, with the reason)."""
     corpus = load_corpus(folder)
     rows = update_indexes(corpus) if index_links(corpus.safe_name) else []
     with pool.lock:
         for key, entry in list(pool.entries.items()):
             if entry.link is None and entry.retriever.settings.corpus == folder:
                 pool.entries.pop(key, None)
-    return {"corpus": corpus.name, "indexes": rows}
+    return {"corpus": corpus.name, "indexes": rows, "warnings": folder_warnings(corpus)}
 
 
 class Watcher:
@@ -56,7 +57,7 @@ class Watcher:
         self.restarts = 0  # times the watch itself failed and was started again
         self.last_error = ""  # "<served name>: <exception kind>" of the latest one
         self.failing: set[str] = set()  # served names whose latest update failed
-        self.logged: set[tuple[str, str]] = set()  # (served name, exception kind) already logged
+        self.logged: set[tuple[str, str]] = set()  # (served name, exception kind or folder warning) already logged
         self.thread = threading.Thread(target=self.run, name="rag-watch", daemon=True)
 
     def start(self) -> "Watcher":
@@ -90,6 +91,10 @@ class Watcher:
                 continue
             self.failing.discard(name)
             self.updates += 1
+            for line in result.get("warnings", []):  # a skipped file is said once, not at every later change
+                if (name, line) not in self.logged:
+                    self.logged.add((name, line))
+                    log.warning("watch: %s: %s", name, line)
             encoded = sum(r.get("encoded", 0) for r in result["indexes"])
             log.info("watch: updated %d index(es) of %s, %d passages encoded", len(result["indexes"]), name, encoded)
 
