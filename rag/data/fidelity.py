@@ -55,14 +55,12 @@ def markdown_prose(text: str) -> list[str]:
             fence = m.group(1)
             continue
         out.append(line)
-    return [line for line in re.sub(r"<!--.*?-->", "", "\n".join(out), flags=re.S).splitlines()]
+    return re.sub(r"<!--.*?-->", "", "\n".join(out), flags=re.S).splitlines()
 
 
 def markdown_identifiers(text: str) -> list[str]:
     found = []
     for line in markdown_prose(text):
-        if line.startswith("    ") and not line.strip().startswith(("-", "*", "1")):
-            line = line.strip()  # an admonition or tab body: prose, indented
         found += [m.group(2).strip() for m in MD_CODE.finditer(line)]
     return [f for f in found if IDENTIFIER.fullmatch(f)]
 

@@ -103,7 +103,7 @@ def directive_classes():
         def run(self):
             words = (self.arguments[0] if self.arguments else "").split(None, 1)
             box = nodes.container()
-            lead = f"{VERSION_DIRECTIVES[self.name]} {words[0] if words else ''}".strip()
+            lead = f"{VERSION_DIRECTIVES[self.name.lower()]} {words[0] if words else ''}".strip()
             box += nodes.paragraph(text=f"{lead}: {' '.join(words[1].split())}" if len(words) > 1 else f"{lead}.")
             if self.content:
                 self.state.nested_parse(self.content, self.content_offset, box)
@@ -170,21 +170,21 @@ def register(text: str) -> None:
     for name in set(DIRECTIVE_NAME.findall(text)):
         key = name.lower()
         if key in CODE_DIRECTIVES:
-            directives.register_directive(name, code)
+            directives.register_directive(key, code)
         elif key in INCLUDE_DIRECTIVES:
-            directives.register_directive(name, include)
+            directives.register_directive(key, include)
         elif key == "raw":
-            directives.register_directive(name, raw)
+            directives.register_directive(key, raw)
         elif key in VERSION_DIRECTIVES:
-            directives.register_directive(name, version)
+            directives.register_directive(key, version)
         elif key in DIAGRAM_DIRECTIVES:
-            directives.register_directive(name, diagram)
+            directives.register_directive(key, diagram)
         elif key in NAVIGATION_DIRECTIVES:
-            directives.register_directive(name, nothing)
+            directives.register_directive(key, nothing)
         elif key in LAYOUT_DIRECTIVES:
-            directives.register_directive(name, layout)
-        elif directives.directive(name, english, scratch)[0] is None:
-            directives.register_directive(name, generic)
+            directives.register_directive(key, layout)
+        elif directives.directive(key, english, scratch)[0] is None:
+            directives.register_directive(key, generic)
 
 
 def frontend_settings():
