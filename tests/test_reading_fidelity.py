@@ -66,6 +66,7 @@ def test_sphinx_directives_keep_their_content():
     ):
         assert kept in text, kept
     assert "newpage" not in text and "<div" not in text
+    assert rst_text(".. VersionChanged:: 1.2\n   Mixed case.\n") == "Changed in version 1.2: Mixed case."
 
 
 def test_code_blocks_with_sphinx_options_stay_code():
