@@ -15,6 +15,7 @@ from functools import cached_property
 from pathlib import Path
 
 from rag.config import BUILTIN_CORPUS_DIR, RagError, data_dir, escape_controls
+from rag.data.budget import Budget
 from rag.data.chunking import chunk_blocks
 from rag.data.files import load_qrels_file, read_jsonl
 from rag.data.ingest import FORMATS, Unreadable, read_document, scan_folder
@@ -62,6 +63,7 @@ class Corpus:
     invalid_utf8: int = 0  # documents whose bytes were not valid UTF-8 (decoded with replacement)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # folder files not read: (path, reason)
     unsupported: dict[str, int] = field(default_factory=dict)  # folder files by unsupported extension
+    notes: list[tuple[str, str]] = field(default_factory=list)  # folder files read with a part left out
 
     @cached_property
     def content_hash(self) -> str:
@@ -95,18 +97,20 @@ def safe_corpus_name(name: str) -> str:
 def load_folder(folder: Path, name: str | None = None) -> Corpus:
     """Every supported document under a folder (see rag.data.ingest.FORMATS); what was not read is in .skipped and
     .unsupported, for the commands to report."""
-    scan = scan_folder(folder)
-    passages, invalid, skipped = [], 0, list(scan.skipped)
+    scan, root = scan_folder(folder), folder.resolve()
+    passages, invalid, skipped, notes = [], 0, list(scan.skipped), []
     for path in scan.files:
         rel = path.relative_to(folder).as_posix()
         try:
-            doc = read_document(path)
-            mtime = path.stat().st_mtime
+            doc = read_document(path, root)
+            chunks = chunk_blocks(doc.blocks)
+            Budget.for_size(doc.size).check_passages(len(chunks))
         except (Unreadable, OSError) as e:
-            skipped.append((rel, str(e)))
+            skipped.append((rel, str(e) or type(e).__name__))
             continue
         invalid += not doc.valid_utf8
-        for i, (headings, page, chunk) in enumerate(chunk_blocks(doc.blocks)):
+        notes += [(rel, note) for note in doc.notes]
+        for i, (headings, page, chunk) in enumerate(chunks):
             inner = headings[-1] if headings else ""
             title = doc.title if not inner or inner == doc.title else f"{doc.title} — {inner}"
             passages.append(
@@ -117,7 +121,7 @@ def load_folder(folder: Path, name: str | None = None) -> Corpus:
                     source=rel,
                     heading=" › ".join(headings),
                     page=page,
-                    mtime=mtime,
+                    mtime=doc.mtime,
                 )
             )
     if not passages:
@@ -134,12 +138,14 @@ def load_folder(folder: Path, name: str | None = None) -> Corpus:
         invalid_utf8=invalid,
         skipped=skipped,
         unsupported=dict(sorted(scan.unsupported.items())),
+        notes=notes,
     )
 
 
 def folder_warnings(corpus: Corpus) -> list[str]:
     """One line per file that was not read and one line for unsupported extensions, with counts."""
     lines = [f"skipped {escape_controls(path)}: {escape_controls(reason)}" for path, reason in corpus.skipped]
+    lines += [f"read partly {escape_controls(path)}: {escape_controls(note)}" for path, note in corpus.notes]
     if corpus.unsupported:
         counts = ", ".join(f"{ext} ×{n}" for ext, n in corpus.unsupported.items())
         lines.append(

@@ -1,5 +1,6 @@
 """The files of a BEIR-layout set: JSONL (corpus, queries) read line by line, and qrels TSV. A malformed line is an
-error naming the file and the line (or, in qrels, one warning with the count); bad bytes are counted."""
+error naming the file and the line (JSON nested too deep included), or, in qrels, one warning with the count; bad
+bytes are counted."""
 
 from __future__ import annotations
 
@@ -42,6 +43,8 @@ def iter_jsonl(
                 raise RagError(
                     f"{path}, line {number}: not valid JSON ({getattr(e, 'msg', e)}); fix or remove that line"
                 ) from None
+            except RecursionError:  # arrays or objects nested thousands deep
+                raise RagError(f"{path}, line {number}: JSON nested too deep; fix or remove that line") from None
             bad = (
                 ["an object"]
                 if not isinstance(row, dict)
