@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,8 +11,11 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 # Absolute, so that tests that change directory or start subprocesses still find the data (CI passes ../shared/data).
 os.environ["RAG_DATA_DIR"] = str(Path(os.environ.get("RAG_DATA_DIR") or REPO.parent / "shared" / "data").resolve())
-# Embeddings and the dequantized SmolLM2 are cached across tests (and across runs) in .cache/test.
-os.environ["RAG_CACHE_DIR"] = os.environ.get("RAG_TEST_CACHE_DIR") or str(REPO / ".cache" / "test")
+# Embeddings and the dequantized SmolLM2 are cached across tests (and across runs) outside the checkout.
+os.environ["RAG_CACHE_DIR"] = os.environ.get("RAG_TEST_CACHE_DIR") or str(Path.home() / ".cache" / "rag-test")
+# Nothing a test builds lands in the checkout's indexes/: session-wide builds go to a temporary folder, and each test
+# gets its own (the index_dir fixture below).
+os.environ["RAG_INDEX_DIR"] = tempfile.mkdtemp(prefix="rag-test-indexes-")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 

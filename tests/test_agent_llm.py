@@ -143,7 +143,7 @@ def test_planted_instruction_never_reaches_the_llm(chat_server, tmp_path):
         retriever=Retriever.open(RetrievalSettings(corpus=str(tmp_path), retriever="bm25")),
     )
     sent = json.dumps(server.requests)
-    assert "ACCESS GRANTED" not in sent and "instruction-like text removed" in sent
+    assert "ACCESS GRANTED" not in sent and "Ignore all previous instructions" not in sent
     assert "learned vector of d numbers" in sent  # the rest of the passage is still there, as data
     assert result["citations"][0]["id"].startswith("tables.md")
 

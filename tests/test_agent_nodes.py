@@ -157,7 +157,7 @@ def test_grade_keeps_overlapping_passages_and_flags_planted_text(builtin_ctx):
     assert found["top-fifth"]["kept"] and found["second-fifth"]["kept"] and not found["third-fifth"]["kept"]
     assert found["looked-up"]["kept"] and found["looked-up"]["overlap"] == 0
     assert not found["planted"]["kept"]
-    assert update["warnings"] == ["passage planted contains instruction-like text; it was treated as data"]
+    assert update["warnings"] == []  # the extractive backend judges nothing; the answer step screens the passages
     step = update["steps"][0]
     assert step["judged_by"] == "overlap" and step["dropped"] == len(state["last_round"]) - len(kept) - 3
     assert state["found"][real[0]]["kept"] is None  # the node returns new entries; its input is untouched

@@ -134,15 +134,17 @@ def test_models_and_config_offer_only_what_would_be_served(inprocess_server, tmp
     folder = notes(tmp_path / "notes")
     (folder / "unique.md").write_text(f"# Unique\n\n{os.urandom(8).hex()} words nobody indexed.\n")
     url = inprocess_server(corpora={"notes": str(folder)})
-    models = [m["id"] for m in httpx.get(url + "/v1/models").json()["data"]]
+    models = [m["id"] for m in httpx.get(url + "/v1/models", timeout=120).json()["data"]]
     assert "rag" in models and "rag-builtin-minilm-d384-flat-hybrid" in models
     assert "rag-notes-bm25" not in models
-    configurations = httpx.get(url + "/config").json()["configurations"]
+    configurations = httpx.get(url + "/config", timeout=120).json()["configurations"]
     assert [c["model"] for c in configurations] == models
     for c in configurations:  # every offered configuration answers
         body = {"question": "gears", **{k: v for k, v in c.items() if k != "model"}}
         assert httpx.post(url + "/search", json=body, timeout=120).status_code == 200, c
-    not_offered = httpx.post(url + "/search", json={"question": "gears", "corpus": "notes", "retriever": "bm25"})
+    not_offered = httpx.post(
+        url + "/search", json={"question": "gears", "corpus": "notes", "retriever": "bm25"}, timeout=120
+    )
     assert not_offered.status_code == 404
 
 
@@ -162,7 +164,7 @@ def test_serve_watch_updates_a_served_folder_in_the_background(inprocess_server,
         return "quokka" in httpx.post(url + "/search", json=body, timeout=60).json()["passages"][0]["text"]
 
     wait_until(found, 60, "the new file in the served index", poll=0.5)
-    assert httpx.get(url + "/health").json()["swaps"] >= 1  # a new version, swapped in like a rebuild
+    assert httpx.get(url + "/health", timeout=120).json()["swaps"] >= 1  # a new version, swapped in like a rebuild
 
 
 # ---------------------------------------------------------------- 7. CLI rough edges

@@ -151,7 +151,7 @@ def test_killed_build_leaves_the_previous_index_whole(folder_corpus, index_dir):
     )
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)
     cache = embedding_cache_dir(load_corpus(str(folder_corpus)), "minilm")
-    wait_until(lambda: proc.poll() is not None or any(cache.glob("part-*.npy")), 120, "the build to start encoding")
+    wait_until(lambda: proc.poll() is not None or any(cache.glob("part-*.npy")), 600, "the build to start encoding")
     assert proc.poll() is None, "the build finished before it could be killed"
     proc.send_signal(signal.SIGKILL)
     proc.wait()

@@ -185,7 +185,7 @@ def test_an_ability_question_is_answered_by_a_verb_of_the_same_ability():
 
 
 def test_plural_and_singular_share_a_stem():
-    from rag.answer.sentence_pick import stem
+    from rag.lexicon import stem
 
     assert stem("embeddings") == stem("embedding") and stem("values") == stem("value")
     assert stem("parameters") == "parameter" and stem("choosing") == stem("choose")

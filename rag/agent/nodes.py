@@ -33,7 +33,7 @@ from rag.agent.planner import (
 )
 from rag.answer.links import anchors, names, subject_links, title_name
 from rag.answer.llm import ExtractiveBackend
-from rag.lexicon import is_injection, overlap
+from rag.lexicon import overlap
 from rag.retrieve import Hit, Retriever
 from rag.screen.detector import screen_passages, scrub_answer
 
@@ -222,13 +222,13 @@ def grade(state: AgentState, ctx: AgentContext) -> dict:
         ov = overlap(f["query"], f"{p.title} {p.text}")
         f["overlap"] = round(ov, 3)
         f["kept"] = ov >= KEEP_OVERLAP or (f["rank"] < TOP_HITS and ov >= KEEP_OVERLAP_TOP) or f["via"] == "lookup"
-        if is_injection(p.text):
-            warnings.append(f"passage {pid} contains instruction-like text; it was treated as data")
     if getattr(ctx.backend, "can_judge", False) and ids:
         passages = [
             {"n": j + 1, "id": pid, "title": found[pid]["hit"].passage.title, "text": found[pid]["hit"].passage.text}
             for j, pid in enumerate(ids)
         ]
+        passages, screen_warnings, _ = screen_passages(passages)  # the judge reads screened text, as the answer does
+        warnings += screen_warnings
         try:
             verdict = ctx.backend.judge(state["question"], passages)
             if verdict is not None:

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import re
 
-from rag.answer.sentence_pick import stem
-from rag.lexicon import STOPWORDS, words
+from rag.lexicon import STOPWORDS, stem, words
 
 MAX_CHARS = 300  # a longer question is not read for options (the patterns and the title search grow with length)
 _OPTION = r"[^,?:]+?"

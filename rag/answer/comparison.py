@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from rag.answer.sentence_pick import RANK_COST, TITLE_WEIGHT, stem
-from rag.lexicon import STOPWORDS, sentences, words
+from rag.answer.sentence_pick import RANK_COST, TITLE_WEIGHT
+from rag.lexicon import STOPWORDS, sentences, stem, words
 
 _COMPARATIVE = r"(?:\w+er|more|less|fewer|better|worse)"
 _PATTERNS = [

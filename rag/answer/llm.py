@@ -17,7 +17,7 @@ import re
 from collections import Counter
 
 from rag.config import RagError, valid_choice
-from rag.lexicon import content_words, entities, is_injection, neutralise, sentences, words
+from rag.lexicon import content_words, entities, sentences, stem, words
 
 # The one table of answer backends; CLI, HTTP and eval read it. An experimental backend is never a default, the
 # server offers it only where the operator allows it (rag serve --allow llm=...), and `rag ask` warns when it is used.
@@ -46,7 +46,7 @@ def format_context(passages: list[dict], max_words: int | None = None) -> str:
     """The delimited context block: <context> [n] title (id) text ... </context>."""
     lines = ["<context>"]
     for p in passages:
-        text, _ = neutralise(p["text"])
+        text = p["text"]  # already screened (rag.screen.detector.screen_passages) by the agent's nodes
         if max_words:
             text = " ".join(text.split()[:max_words])
         lines.append(f"[{p['n']}] {p['title']} (id: {p['id']})\n{text}")
@@ -223,7 +223,7 @@ class ExtractiveBackend:
         q = {stem(w) for w in content_words(question + " " + " ".join(sub_questions or []))}
         cands = []
         for rank, p in enumerate(passages):
-            sents = [x for x in sentences(p["text"]) if not is_injection(x)]
+            sents = sentences(p["text"])
             for i, sent in enumerate(sents):
                 following = sents[i + 1] if i + 1 < len(sents) else None
                 cands.append(
@@ -293,14 +293,6 @@ def answer_kind(question: str) -> str | None:
     if re.search(r"\b(who|whom|whose|where|which|what)\b", q):
         return "entity"
     return None
-
-
-def stem(word: str) -> str:
-    """A crude suffix stripper so that 'controls' matches 'control' and 'stored' matches 'store'."""
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
 
 
 class OpenAIBackend:

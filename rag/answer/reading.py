@@ -23,7 +23,7 @@ from rag.answer.comparison import compare
 from rag.answer.links import subject_links
 from rag.answer.reader import NULL_MARGIN, Span, sentence_around
 from rag.answer.sentence_pick import heading_lead, naming_sentence, pick, with_antecedent
-from rag.lexicon import STOPWORDS, overlap, sentences
+from rag.lexicon import STOPWORDS, overlap, sentences, stem
 
 READ_PASSAGES = 5  # passages the reader reads per target (the answer step's best first)
 PAIR_FIRST = 3  # after a second hop, each of the first PAIR_FIRST passages is read joined with every other one
@@ -97,10 +97,6 @@ def _expands(sentence: str, term: str) -> bool:
     return caps in initials
 
 
-def _stem(word: str) -> str:
-    return re.sub(r"(?:ies|y|s)$", "", word.lower())
-
-
 def definition_sentence(question: str, passages: list[dict]) -> tuple[str, dict] | None:
     """(sentence, passage) that defines X for a definition question: one that spells out the acronym X, starts
     with X or says "X ... is", or opens a passage whose title names X; None when no sentence does."""
@@ -110,12 +106,12 @@ def definition_sentence(question: str, passages: list[dict]) -> tuple[str, dict]
     if not x:
         return None
     x = re.sub(r"\s+(?:in|of|for|on)\s+.*$", "", x)  # "anisotropy in embeddings" -> "anisotropy"
-    low, stems = x.lower(), [_stem(w) for w in x.split()]
+    low, stems = x.lower(), [stem(w) for w in x.split()]
     best = None
     for rank, p in enumerate(readable(passages)[:READ_PASSAGES]):
         opening_line = re.split(r"(?<=[.!?:])\s+", p["text"].strip().split("\n")[0])[0].rstrip(":")
         for i, sent in enumerate(dict.fromkeys([opening_line] + sentences(p["text"])[:3])):
-            words = [_stem(w) for w in re.findall(r"[\w-]+", sent)]
+            words = [stem(w) for w in re.findall(r"[\w-]+", sent)]
             expands = _expands(sent, x)
             names = expands or all(any(w.startswith(st) for w in words) for st in stems)
             opening = re.match(rf"(?:the\s+|an?\s+)?{re.escape(low)}\w*", sent.lower())
@@ -126,7 +122,7 @@ def definition_sentence(question: str, passages: list[dict]) -> tuple[str, dict]
             if i == 0 and names and all(st in title for st in stems):
                 score += 1.0
             heading = title.split(" — ")[-1]
-            if i == 0 and " — " in title and _stem(heading.strip()) == _stem(low):  # a section titled X opens with it
+            if i == 0 and " — " in title and stem(heading.strip()) == stem(low):  # a section titled X opens with it
                 score += 1.5
             score -= 0.1 * rank
             if score >= 0.8 and (best is None or score > best[0]):

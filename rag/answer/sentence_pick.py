@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from rag.lexicon import STOPWORDS, sentences, words
+from rag.lexicon import STOPWORDS, sentences, stem, words
 
 _YES_NO = re.compile(
     r"^\s*(?:(?:if|when|once|suppose)\b[^,?]{0,120},\s*)?"  # "If I double a vector, does its cosine change?"
@@ -95,18 +95,6 @@ _CONCLUDES = re.compile(
 SET_UP_COST = 1.5  # a relation's set-up sentence names both sides and states no relation
 TITLE_WEIGHT = 0.5  # a question word found only in the passage's title counts this much
 RANK_COST = 0.15  # the cost of each place further down the ranked passages
-
-
-def stem(word: str) -> str:
-    """A crude stem for matching: 'choosing'/'choose' -> 'choos', 'parameters' -> 'parameter', "FAISS's" -> 'faiss',
-    'embeddings'/'embedding' -> 'embedd'."""
-    w = re.sub(r"['’]s$", "", word.lower())
-    if len(w) > 4 and w.endswith("s") and not w.endswith("ss"):  # the plural first: "embeddings" as "embedding"
-        w = w[:-1]
-    for suffix in ("ing", "ed", "e"):
-        if len(w) > len(suffix) + 3 and w.endswith(suffix):
-            return w[: -len(suffix)]
-    return w
 
 
 def _stems(text: str) -> list[str]:

@@ -44,8 +44,8 @@ import numpy as np
 
 from rag.answer.comparison import sides
 from rag.answer.reading import READ_PASSAGES, definition_target, is_how_to, readable
-from rag.answer.sentence_pick import kind, needs_sentence_before, stem
-from rag.lexicon import content_words, is_injection, sentences, strip_citations, words
+from rag.answer.sentence_pick import kind, needs_sentence_before
+from rag.lexicon import content_words, sentences, stem, strip_citations, words
 from rag.models import model_file
 
 WEIGHTS = model_file("sentence_rank_weights.npz")
@@ -121,12 +121,11 @@ class Candidate:
 
 def candidates(passages: list[dict], limit: int = READ_PASSAGES, reserve: list[dict] | None = None) -> list[Candidate]:
     """Every sentence of the first `limit` readable passages, then of the reserve (passages the grader dropped,
-    ranked after them), but planted instructions."""
+    ranked after them); the agent screens passages before they reach here."""
     out = []
     for rank, p in enumerate(readable(passages)[:limit] + readable(reserve or [])):
         for i, sent in enumerate(sentences(p["text"])):
-            if not is_injection(sent):
-                out.append(Candidate(p, rank, i, sent))
+            out.append(Candidate(p, rank, i, sent))
     return out
 
 

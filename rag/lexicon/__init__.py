@@ -1,4 +1,4 @@
-"""Small text helpers for the agent: content words, sentences, entity spans, planted-instruction detection."""
+"""Small text helpers shared by the agent, the answerers and the screen: words, content words, sentences, entity spans."""
 
 from __future__ import annotations
 
@@ -27,14 +27,6 @@ _SENT_SPLIT = re.compile(
 # Runs of capitalised words (allowing short joiners): "Kiss and Tell", "Scott Derrickson", "Ed Wood".
 _ENTITY = re.compile(r"\b([A-Z][\w'’.-]*(?:\s+(?:(?:of|the|and|de|la|von|van|in|for|&)\s+)?[A-Z0-9][\w'’.-]*)*)")
 
-# Text in a passage that tries to steer the model instead of informing it.
-_INJECTION = re.compile(
-    r"(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+)?(previous|prior|above|earlier|preceding|your)\s+"
-    r"(instructions?|prompts?|rules|directions|messages?)"
-    r"|\byou are now\b|\bnew instructions?\s*:|\bsystem prompt\b|\bdo not follow the (user|question)\b",
-    re.IGNORECASE,
-)
-
 
 def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
@@ -51,6 +43,18 @@ _SYMBOL = re.compile(
 def symbols(text: str) -> set[str]:
     """The one-letter symbols a text names as such ("the b parameter" -> {"b"}): content words although one letter."""
     return {(m.group(1) or m.group(2)).lower() for m in _SYMBOL.finditer(text)}
+
+
+def stem(word: str) -> str:
+    """The one stem every answerer matches words by: 'choosing'/'choose' -> 'choos', 'parameters' -> 'parameter', "FAISS's" -> 'faiss',
+    'embeddings'/'embedding' -> 'embedd'."""
+    w = re.sub(r"['’]s$", "", word.lower())
+    if len(w) > 4 and w.endswith("s") and not w.endswith("ss"):  # the plural first: "embeddings" as "embedding"
+        w = w[:-1]
+    for suffix in ("ing", "ed", "e"):
+        if len(w) > len(suffix) + 3 and w.endswith(suffix):
+            return w[: -len(suffix)]
+    return w
 
 
 def content_words(text: str) -> list[str]:
@@ -131,22 +135,6 @@ def entities(text: str) -> list[str]:
         if parts and not (len(parts) == 1 and len(parts[0]) < 3):
             found.setdefault(" ".join(parts), None)
     return list(found)
-
-
-def is_injection(text: str) -> bool:
-    return bool(_INJECTION.search(text))
-
-
-def neutralise(text: str) -> tuple[str, int]:
-    """Replace sentences that carry planted instructions with a marker; return (text, number replaced)."""
-    kept, removed = [], 0
-    for sentence in sentences(text):
-        if is_injection(sentence):
-            removed += 1
-            kept.append("[instruction-like text removed from this passage]")
-        else:
-            kept.append(sentence)
-    return " ".join(kept), removed
 
 
 def normalize_answer(s: str) -> str:

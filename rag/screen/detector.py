@@ -45,7 +45,7 @@ import numpy as np
 from rag.lexicon import sentences, split_sentences
 from rag.screen.normalize import normalize, visible
 from rag.screen.rules import ai_header, lexical, stands_alone, unquoted_rules
-from rag.screen.verifier import ADDRESSED_OVERRIDE, JOINED
+from rag.screen.verifier import ADDRESSED_OVERRIDE, IMPERATIVE_OVERRIDE, JOINED
 
 CLASSIFIER_THRESHOLD = 0.95  # the classifier's probability that flags a sentence. On the dev split (corpus quarter 2,
 #                              fresh5.txt, benign5.txt) recall was 79/80 from 0.5 to 0.95 and false positives fell from
@@ -192,6 +192,11 @@ def addressed_override(text: str, english: bool | None = None) -> bool:
     return any(n.startswith("override") for n in names) and any(n in ADDRESS_RULES for n in names)
 
 
+# A sentence that opens with an override order ("Ignore all previous instructions and ...", "Please disregard the
+# rules above"): the order is given, not reported or quoted, so the verifier never drops it either.
+OPENS_WITH_OVERRIDE = re.compile(r"^\W{0,3}(?:(?:please|now|so|and)\s+)?(?:ignore|disregard|forget|override)\b", re.I)
+
+
 def wordy(text: str, words: int = 3) -> bool:
     """Whether text has the words an instruction needs (three runs of two letters or more, or CJK script): the
     classifier is not asked about a number, a symbol or a two-word label (nor the cosine about an id or one word)."""
@@ -271,7 +276,11 @@ class Detector:
         alone = not english or stands_alone(text, surely_english) or discards_all_before(text)
         if not (alone or score[1] >= RULE_MIN_PROBABILITY):
             return None
-        return f"rule:{ADDRESSED_OVERRIDE}" if addressed_override(text, surely_english) else f"rule:{rule}"
+        if addressed_override(text, surely_english):
+            return f"rule:{ADDRESSED_OVERRIDE}"
+        if rule.startswith("override") and OPENS_WITH_OVERRIDE.match(normalize(text)) and not QUOTES.search(text):
+            return f"rule:{IMPERATIVE_OVERRIDE}"
+        return f"rule:{rule}"
 
     def flags(self, sents: list[str], windows: bool = True) -> list[Flag | None]:
         """One entry per sentence: a Flag or None. Windows of 2 and 3 neighbours catch split instructions."""
