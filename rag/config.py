@@ -66,10 +66,28 @@ def index_dir() -> Path:
     return Path(os.environ.get("RAG_INDEX_DIR") or REPO_DIR / "indexes")
 
 
+def cache_path() -> Path:
+    return Path(os.environ.get("RAG_CACHE_DIR") or Path.home() / ".cache" / "rag")
+
+
 def cache_dir() -> Path:
-    path = Path(os.environ.get("RAG_CACHE_DIR") or Path.home() / ".cache" / "rag")
+    path = cache_path()
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def check_dirs() -> None:
+    """RagError naming the variable when RAG_INDEX_DIR or RAG_CACHE_DIR is not a usable folder (a file, or a path
+    that cannot be created): checked once at start, so no request fails on it later."""
+    for variable, path in (("RAG_INDEX_DIR", index_dir()), ("RAG_CACHE_DIR", cache_path())):
+        if path.exists() and not path.is_dir():
+            raise RagError(f"{variable}={path} is not a folder; point it at a folder (or a path that can be created)")
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RagError(f"{variable}={path}: cannot create the folder ({exc.strerror})") from None
+    if (data := data_dir()).exists() and not data.is_dir():
+        raise RagError(f"RAG_DATA_DIR={data} is not a folder; point it at the data sets' folder")
 
 
 def bm25_cache_dir(key: str = "") -> Path:

@@ -119,9 +119,12 @@ def serve(
             api_key=read_api_key(str(api_key_file) if api_key_file else None),
             warm=[DEFAULT_WARM] if warm else [],
         )
+        policy.check_start()
     except (RagError, TypeError) as exc:
-        err_console.print(f"[red]error:[/] {safe(str(exc))}")
+        err_console.print(f"[red]error:[/] {safe(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
+    for line in policy.start_warnings(host):
+        err_console.print(f"[yellow]warning:[/] {safe(line)}", soft_wrap=True)
     _run(policy, host, port, log_level)
 
 
@@ -133,11 +136,6 @@ def _run(policy, host: str, port: int, log_level: str) -> None:
     from rag.serve import create_app
     from rag.serve.guard import protocol_with_timeout
 
-    if host not in ("127.0.0.1", "localhost", "::1") and not policy.api_key:
-        err_console.print(
-            f"[yellow]warning: binding {host} exposes the service beyond this machine without an API key; "
-            "set RAG_API_KEY or --api-key-file[/]"
-        )
     api = create_app(policy)
     sock = _bind(host, port)
     logging.basicConfig(level=log_level.upper(), format="%(message)s")

@@ -11,6 +11,7 @@ when the run fails after the stream began.
 
 from __future__ import annotations
 
+import logging
 import time
 from contextlib import asynccontextmanager
 
@@ -42,6 +43,7 @@ from rag.serve.policy import ServePolicy, hide_paths, parse_corpora
 from rag.serve.pool import ServePool
 from rag.serve.service import Service, sse
 
+log = logging.getLogger("rag.serve")
 MAX_ERRORS_SHOWN = 10  # validation problems listed in a 422; the rest are counted
 MAX_DETAIL_CHARS = 2000  # an error message longer than this is cut
 
@@ -119,6 +121,11 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
     @app.exception_handler(RecursionError)
     async def too_deep(_: Request, exc: RecursionError):
         return JSONResponse(status_code=400, content={"detail": "the request is nested too deeply"})
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception):  # JSON like every other error, never a path
+        log.error("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+        return JSONResponse(status_code=500, content={"detail": "internal server error; see the server log"})
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
