@@ -11,8 +11,10 @@ Importing this module changes nothing: entry points (cli.py, rag.serve) and mode
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -30,6 +32,43 @@ class RagWarning(UserWarning):
     """Something the user should know that did not stop the work (a discarded cache, cut passages, a long wait).
 
     Library code raises it with warnings.warn; the CLI prints each as one `warning:` line."""
+
+
+def built_once(maxsize: int | None = 1):
+    """A cache for a builder of something heavy (a model, an ONNX session, a table), like functools.lru_cache but
+    with a lock: concurrent first calls with the same arguments build once, the others wait for that build and
+    get the same object. Double-checked: a value already built is returned without taking the lock. Past maxsize
+    the oldest value is dropped; a build that raises caches nothing. `cache_clear()` empties it."""
+
+    def decorate(build):
+        cache: dict = {}
+        lock = threading.RLock()  # one build at a time per builder; reentrant, so a builder may call itself
+
+        @functools.wraps(build)
+        def cached(*args, **kwargs):
+            key = (args, tuple(sorted(kwargs.items()))) if kwargs else args
+            try:
+                return cache[key]
+            except KeyError:
+                pass
+            with lock:
+                if key in cache:
+                    return cache[key]
+                value = build(*args, **kwargs)
+                if maxsize is not None and len(cache) >= maxsize:
+                    cache.pop(next(iter(cache)))
+                cache[key] = value
+                return value
+
+        def cache_clear() -> None:
+            with lock:
+                cache.clear()
+
+        cached.cache_clear = cache_clear
+        cached.built_once = True  # tests check that each model builder has the lock
+        return cached
+
+    return decorate
 
 
 def runtime_environment() -> None:

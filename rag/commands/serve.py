@@ -48,7 +48,14 @@ def serve(
     ),
     max_builds: int = typer.Option(None, min=1, help="Index builds at once; more answer 503. Default 1."),
     max_inflight: int = typer.Option(
-        None, min=0, help="At most this many /search and /ask requests compute at once; 0 = no limit."
+        None,
+        min=0,
+        help="At most this many /search and /ask requests compute at once; 0 = no limit. Default 2 per CPU core (2-32).",
+    ),
+    max_queued: int = typer.Option(
+        None,
+        min=0,
+        help="At most this many more wait for a slot; past them 503 with Retry-After. Default 16 per slot, at least 64.",
     ),
     max_body: int = typer.Option(
         None, min=1024, help="Request body limit in bytes (default 65536); larger bodies get 413."
@@ -102,6 +109,7 @@ def serve(
             "max_memory_mb": max_memory,
             "max_builds": max_builds,
             "max_inflight": max_inflight,
+            "max_queued": max_queued,
             "max_body": max_body,
             "allowed_hosts": list(allowed_host) or None,
             "cors_origins": list(cors_origin) or None,

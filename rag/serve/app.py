@@ -19,6 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -203,12 +204,19 @@ def add_routes(app: FastAPI, service: Service, started: float) -> None:
         if "text/event-stream" not in http.headers.get("accept", ""):
             return await service.ask(run)
 
+        ticket = await service.slots.enter()  # a 503 when full, before the stream starts
+
         async def stream():
-            async for event, data in service.events(run):
+            async for event, data in service.events(run, ticket):
                 yield sse(event, data)
             yield sse("done", {})
 
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache"},
+            background=BackgroundTask(ticket.drop),  # the slot back if the stream never started
+        )
 
 
 def public_manifest(service: Service, manifest: dict) -> dict | None:

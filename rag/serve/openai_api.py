@@ -19,6 +19,7 @@ from fastapi import FastAPI, HTTPException
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.background import BackgroundTask
 
 from rag.agent.settings import DEFAULT_AGENT
 from rag.config import RagError, check_question
@@ -192,9 +193,11 @@ def add_openai_routes(app: FastAPI, service: Service) -> None:
             }
             return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
+        ticket = await service.slots.enter()  # a 503 when full, before the stream starts
+
         async def stream():
             yield chunk({"role": "assistant", "content": ""})
-            async for event, data in service.events(run):
+            async for event, data in service.events(run, ticket):
                 if event == "step":
                     yield chunk({"reasoning_content": step_text(data)})
                 elif event == "answer":
@@ -204,4 +207,9 @@ def add_openai_routes(app: FastAPI, service: Service) -> None:
             yield chunk({}, "stop")
             yield "data: [DONE]\n\n"
 
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache"},
+            background=BackgroundTask(ticket.drop),  # the slot back if the stream never started
+        )

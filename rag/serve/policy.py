@@ -56,7 +56,8 @@ class ServeSettings(BaseModel):
     max_open: Annotated[int, Field(ge=1, le=1000)] = 8
     max_memory_mb: Annotated[int, Field(ge=1, le=2**24)] = 4096
     max_builds: Annotated[int, Field(ge=1, le=64)] = 1
-    max_inflight: Annotated[int, Field(ge=0, le=100_000)] = 0
+    max_inflight: Annotated[int, Field(ge=0, le=100_000)] | None = None  # None: default_inflight()
+    max_queued: Annotated[int, Field(ge=0, le=100_000)] | None = None  # None: default_queued(max_inflight)
     header_timeout: Annotated[float, Field(gt=0, le=600)] = 10.0
     request_timeout: Annotated[float, Field(gt=0, le=3600)] = 300.0
     body_timeout: Annotated[float, Field(gt=0, le=3600)] = 30.0
@@ -114,6 +115,18 @@ def check_settings(values: dict, where: str = "serve setting") -> dict:
     return values
 
 
+def default_inflight() -> int:
+    """/search and /ask requests computing at once by default: two per CPU core, within 2..32. Past the cores more
+    threads add memory (each run holds its model activations and buffers), not throughput."""
+    return max(2, min(32, 2 * (os.cpu_count() or 1)))
+
+
+def default_queued(inflight: int) -> int:
+    """Requests waiting for a computing slot by default (a waiting request holds its body and no thread): 16 per
+    slot, at least 64. Past them the server answers 503 with Retry-After."""
+    return max(64, 16 * inflight)
+
+
 @dataclass
 class ServePolicy:
     """Every operator setting of `rag serve`. Empty allow lists mean: the field's whole vocabulary (dim: any)."""
@@ -129,7 +142,8 @@ class ServePolicy:
     max_open: int = 8
     max_memory_mb: int = 4096
     max_builds: int = 1
-    max_inflight: int = 0
+    max_inflight: int | None = None  # /search and /ask computing at once (0: no limit); None: default_inflight()
+    max_queued: int | None = None  # more waiting for a slot, past them 503; None: default_queued(max_inflight)
     header_timeout: float = 10.0
     request_timeout: float = 300.0  # seconds a /search or whole /ask may compute before the client gets 504
     body_timeout: float = 30.0  # seconds from the end of the head to the end of the body (slow bodies get 408)
@@ -140,6 +154,10 @@ class ServePolicy:
 
     def __post_init__(self):
         check_settings({f.name: getattr(self, f.name) for f in fields(self)})
+        if self.max_inflight is None:
+            self.max_inflight = default_inflight()
+        if self.max_queued is None:
+            self.max_queued = default_queued(self.max_inflight)
         for name, values in self.allow.items():
             if name not in ALLOW_FIELDS:
                 raise RagError(f"--allow {name}=...: unknown field; allowed fields: {', '.join(ALLOW_FIELDS)}")
@@ -277,6 +295,8 @@ class ServePolicy:
             "max_body": self.max_body,
             "max_open": self.max_open,
             "max_memory_mb": self.max_memory_mb,
+            "max_inflight": self.max_inflight,
+            "max_queued": self.max_queued,
         }
 
 
