@@ -176,3 +176,37 @@ def test_slots_come_back_after_deadlines_and_abandoned_streams(inprocess_server,
     ok = httpx.post(url + "/ask", json={"question": "after", **BUSY}, timeout=300)
     assert ok.status_code == 200, ok.text
 
+
+def test_accepted_connections_have_tcp_nodelay():
+    import socket
+
+    import uvicorn
+
+    from rag.commands.serve import _bind
+    from rag.serve import create_app
+    from rag.serve.guard import protocol_with_timeout
+
+    options = []
+
+    class Recording(protocol_with_timeout(10.0)):
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            options.append(transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+    sock = socket.socket()  # proto 0, as the test servers bind: asyncio alone would not set TCP_NODELAY on it
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(create_app(warm=[]), http=Recording, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: server.started, 120, "the server to start")
+        with httpx.Client(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}", timeout=60) as client:
+            for _ in range(3):  # keep-alive: one connection
+                assert client.get("/health").status_code == 200
+        assert options and all(options), options
+    finally:
+        server.should_exit = True
+        thread.join(30)
+    listening = _bind("127.0.0.1", 0)  # what `rag serve` binds: a TCP socket, which asyncio gives TCP_NODELAY too
+    assert listening.proto == socket.IPPROTO_TCP
+    listening.close()
