@@ -210,3 +210,22 @@ def test_accepted_connections_have_tcp_nodelay():
     listening = _bind("127.0.0.1", 0)  # what `rag serve` binds: a TCP socket, which asyncio gives TCP_NODELAY too
     assert listening.proto == socket.IPPROTO_TCP
     listening.close()
+
+
+def test_an_abandoned_whole_ask_stops_computing(inprocess_server, slow_agent):
+    url = inprocess_server(warm=[], build_missing=True)
+    for path, body in (
+        ("/ask", {"question": "abandoned", **BUSY}),
+        ("/v1/chat/completions", {"model": "builtin-bm25", "messages": [{"role": "user", "content": "gone too"}]}),
+    ):
+        if path.startswith("/v1"):
+            models = [m["id"] for m in httpx.get(url + "/v1/models", timeout=60).json()["data"]]
+            body["model"] = next(m for m in models if "bm25" in m)
+        started = len(slow_agent["started"])
+        with pytest.raises(httpx.ReadTimeout):  # the client gives up and closes the connection
+            httpx.post(url + path, json=body, timeout=httpx.Timeout(300, read=2.0))
+        assert len(slow_agent["started"]) == started + 1
+        wait_until(lambda n=started + 1: len(slow_agent["stopped"]) == n, 120, "the abandoned run to stop")
+    assert slow_agent["finished"] == []  # both stopped at a step, long before the stand-in's 120 s
+    assert gauge(url, "rag_asks_cancelled_total") == 2
+    wait_until(lambda: gauge(url, "rag_requests_computing") == 0, 120, "the slots to come back")

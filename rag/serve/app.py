@@ -202,7 +202,7 @@ def add_routes(app: FastAPI, service: Service, started: float) -> None:
         retriever = await run_in_threadpool(service.open, request.settings(), request.llm)
         run = service.agent(request.question, retriever, request.agent_settings())
         if "text/event-stream" not in http.headers.get("accept", ""):
-            return await service.ask(run)
+            return await service.ask(run, http.is_disconnected)
 
         ticket = await service.slots.enter()  # a 503 when full, before the stream starts
 

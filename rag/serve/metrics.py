@@ -29,6 +29,9 @@ class Metrics:
             Gauge(
                 "rag_requests_refused_total", "requests refused with 503: every slot and queue place taken", registry=r
             ).set_function(lambda: slots.refused)
+        self.asks_cancelled = Counter(
+            "rag_asks_cancelled", "whole (not streamed) agent runs stopped because the client went away", registry=r
+        )
         self.injections = Counter("rag_injection_flags", "passages flagged as carrying instructions", registry=r)
         Gauge("rag_pool_open_retrievers", "retrievers open in the pool", registry=r).set_function(
             lambda: len(pool.entries)

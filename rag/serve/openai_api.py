@@ -15,7 +15,7 @@ import time
 import uuid
 from typing import Literal
 
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
@@ -151,7 +151,7 @@ def add_openai_routes(app: FastAPI, service: Service) -> None:
             **error_responses(400, 403, 404, 413, 422, 503),
         },
     )
-    async def chat(request: ChatRequest):
+    async def chat(request: ChatRequest, http: Request):
         """Answer the last user message with the agent (OpenAI's chat completion format; `stream: true` for SSE)."""
         settings = (await run_in_threadpool(model_table, service)).get(request.model)
         if settings is None:
@@ -166,7 +166,7 @@ def add_openai_routes(app: FastAPI, service: Service) -> None:
         run = service.agent(question, retriever, agent)
         chunk_id, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
         if not request.stream:
-            result = await service.ask(run)
+            result = await service.ask(run, http.is_disconnected)
             text = with_sources(result)
             return {
                 "id": chunk_id,

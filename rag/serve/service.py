@@ -10,7 +10,7 @@ import logging
 import threading
 from collections import deque
 from functools import partial
-from typing import AsyncIterator, Callable
+from typing import AsyncIterator, Awaitable, Callable
 
 import anyio
 import anyio.to_thread
@@ -118,6 +118,7 @@ class Ticket:
 
 
 RETRY_AFTER_S = 5
+DISCONNECT_POLL_S = 0.25  # how often a non-streamed /ask checks that its client is still there
 
 
 class Service:
@@ -164,19 +165,33 @@ class Service:
 
         return run
 
-    async def ask(self, run: Callable) -> dict:
+    async def ask(self, run: Callable, disconnected: Callable[[], Awaitable[bool]] | None = None) -> dict:
         """The whole agent run, within the request deadline; past it the client gets 504 and the run stops at the
-        agent's next node."""
+        agent's next node. With `disconnected` (Request.is_disconnected) the run also stops at its next node once
+        the client has gone away (checked every DISCONNECT_POLL_S seconds)."""
         late = threading.Event()
 
         def on_step(_: dict) -> None:
             if late.is_set():
-                raise ClientGone("the request deadline passed")
+                raise ClientGone("the request deadline passed or the client went away")
 
+        async def watch() -> None:
+            while not late.is_set():
+                await asyncio.sleep(DISCONNECT_POLL_S)
+                if await disconnected():
+                    late.set()
+                    self.metrics.asks_cancelled.inc()
+
+        watcher = asyncio.create_task(watch()) if disconnected is not None else None
         try:
             return await self.within_deadline(partial(run, on_step), late)
         except RagError as exc:
             raise self.http_error(exc) from None
+        except ClientGone:  # nobody reads this answer; 499 as nginx logs a client that closed its request
+            raise HTTPException(499, "the client closed the request before the answer") from None
+        finally:
+            if watcher is not None:
+                watcher.cancel()
 
     async def search_within_deadline(self, question: str, settings: RetrievalSettings) -> dict:
         return await self.within_deadline(partial(self.search, question, settings))
