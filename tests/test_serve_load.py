@@ -229,3 +229,28 @@ def test_an_abandoned_whole_ask_stops_computing(inprocess_server, slow_agent):
     assert slow_agent["finished"] == []  # both stopped at a step, long before the stand-in's 120 s
     assert gauge(url, "rag_asks_cancelled_total") == 2
     wait_until(lambda: gauge(url, "rag_requests_computing") == 0, 120, "the slots to come back")
+
+
+def test_health_and_metrics_answer_while_every_worker_thread_is_busy(inprocess_server, slow_agent):
+    key = "k" * 20 + "-secret-for-tests"
+    auth = {"authorization": f"Bearer {key}"}
+    url = inprocess_server(warm=[], build_missing=True, max_inflight=0, api_key=key)  # no slot limit: 45 threads
+    threads = [
+        threading.Thread(
+            target=httpx.post,
+            args=(url + "/ask",),
+            kwargs={"json": {"question": f"q{i}", **BUSY}, "headers": auth, "timeout": 300},
+        )
+        for i in range(45)
+    ]
+    for t in threads:
+        t.start()
+    wait_until(lambda: len(slow_agent["started"]) >= 40, 300, "the worker threads to fill up")  # anyio's 40
+    health = httpx.get(url + "/health", headers=auth, timeout=60)
+    assert health.status_code == 200 and "loaded" in health.json()
+    assert httpx.get(url + "/metrics", headers=auth, timeout=60).status_code == 200
+    assert slow_agent["finished"] == []  # answered while every run was still busy
+    slow_agent["release"].set()
+    for t in threads:
+        t.join(300)
+    assert len(slow_agent["finished"]) == 45

@@ -15,6 +15,8 @@ import logging
 import time
 from contextlib import asynccontextmanager
 
+import anyio
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
@@ -45,6 +47,7 @@ from rag.serve.pool import ServePool
 from rag.serve.service import Service, sse
 
 log = logging.getLogger("rag.serve")
+PROBE_THREADS = 2  # /health and /metrics at once, beside the worker threads
 MAX_ERRORS_SHOWN = 10  # validation problems listed in a 422; the rest are counted
 MAX_DETAIL_CHARS = 2000  # an error message longer than this is cut
 
@@ -141,13 +144,21 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
 def add_routes(app: FastAPI, service: Service, started: float) -> None:
     policy, pool = service.policy, service.pool
 
+    probes: list[anyio.CapacityLimiter] = []  # threads of their own for /health and /metrics, made on first use
+
+    async def probe(work):
+        """work() in a probe thread: never queued behind the worker threads busy with /search and /ask."""
+        if not probes:
+            probes.append(anyio.CapacityLimiter(PROBE_THREADS))
+        return await anyio.to_thread.run_sync(work, limiter=probes[0])
+
     @app.get("/health")
     async def health(http: Request) -> dict:
-        """Liveness: 'ok' and the version for anyone, answered on the event loop (never queued behind busy worker
-        threads); with the API key (or with none set) also what is loaded."""
+        """Liveness: 'ok' and the version for anyone, answered on the event loop; with the API key (or with none
+        set) also what is loaded, from a probe thread of its own (never queued behind busy worker threads)."""
         if not key_ok(http.headers.raw, (policy.api_key or "").encode()):
             return {"status": "ok", "version": VERSION}
-        return await run_in_threadpool(health_details)
+        return await probe(health_details)
 
     def health_details() -> dict:
         loaded = [service.public(dict(row)) for row in pool.loaded()]
@@ -180,9 +191,11 @@ def add_routes(app: FastAPI, service: Service, started: float) -> None:
             raise service.http_error(exc) from None
 
     @app.get("/metrics", response_class=Response)
-    def metrics() -> Response:
-        """Prometheus metrics: requests and latency by endpoint, pool size and memory, builds, evictions."""
-        return Response(service.metrics.text(), media_type="text/plain; version=0.0.4; charset=utf-8")
+    async def metrics() -> Response:
+        """Prometheus metrics: requests and latency by endpoint, pool size and memory, builds, evictions, requests
+        computing and waiting (from a probe thread, like /health)."""
+        text = await probe(service.metrics.text)
+        return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
     @app.post(
         "/search", response_model=SearchResponse, responses=error_responses(400, 403, 404, 409, 413, 422, 503, 504)
