@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import tempfile
 import threading
 from pathlib import Path
@@ -227,6 +228,17 @@ def current_rss_mb() -> float:
     """This process's resident set now, in MiB."""
     rss = proc_status_mb("VmRSS")
     return rss if rss is not None else peak_rss_mb()
+
+
+# Terminal escape sequences (CSI `ESC [ ... final`, OSC `ESC ] ... BEL or ESC \\`) and the other control
+# characters but tab and newline: what document text must not carry to a terminal or an API client.
+CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def strip_controls(text: str) -> str:
+    """Document text without terminal escape sequences and control characters (tab and newline kept): the CLI
+    prints it so (rag.commands.common.safe), the HTTP API sends it so."""
+    return CONTROL.sub("", text)
 
 
 def escape_controls(name: str) -> str:

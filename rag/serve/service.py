@@ -18,7 +18,8 @@ from fastapi import HTTPException
 from fastapi.concurrency import run_in_threadpool
 
 from rag.agent.settings import AgentSettings
-from rag.config import RagError
+from rag.config import RagError, strip_controls
+from rag.data.corpus import safe_corpus_name
 from rag.retrieve import RetrievalSettings, Retriever
 from rag.serve.metrics import Metrics
 from rag.serve.policy import Busy, Forbidden, ServePolicy, hide_paths
@@ -147,7 +148,7 @@ class Service:
             hits = retriever.search(question)
         except RagError as exc:
             raise self.http_error(exc) from None
-        return self.public(retriever.result(question, hits))
+        return self.public(scrub(retriever.result(question, hits)))
 
     def agent(self, question: str, retriever: Retriever, agent: AgentSettings) -> Callable:
         """A function on_step -> the `rag ask --json` dict, run in a worker thread."""
@@ -157,7 +158,7 @@ class Service:
             raise HTTPException(503, f"the agent is not available in this install ({exc}); use /search") from None
 
         def run(on_step=None) -> dict:
-            result = run_agent(question, retriever.settings, agent, retriever=retriever, on_step=on_step)
+            result = scrub(run_agent(question, retriever.settings, agent, retriever=retriever, on_step=on_step))
             flagged = sum(len(s.get("flagged", [])) for s in result["steps"] if s.get("node") == "answer")
             if flagged:
                 self.metrics.injections.inc(flagged)
@@ -223,7 +224,7 @@ class Service:
         def on_step(step: dict) -> None:
             if gone.is_set():
                 raise ClientGone("the client closed the stream")
-            loop.call_soon_threadsafe(queue.put_nowait, ("step", step))
+            loop.call_soon_threadsafe(queue.put_nowait, ("step", scrub(step)))
 
         async def worker():
             try:
@@ -257,7 +258,12 @@ class Service:
         return result
 
     def clean(self, message: str) -> str:
-        for name, real in [*self.policy.corpora.items(), *self.policy.encoders.items()]:
+        """A message as clients may see it: a folder corpus's path and its index folder's name (the real folder's
+        name plus a hash, rag.data.corpus.safe_corpus_name) written as the served name, other paths hidden."""
+        for name, real in self.policy.corpora.items():
+            if real != name:
+                message = message.replace(real, name).replace(safe_corpus_name(real), name)
+        for name, real in self.policy.encoders.items():
             if real != name:
                 message = message.replace(real, name)
         return hide_paths(message)
@@ -274,6 +280,19 @@ class Service:
         if name in ("IndexMismatch", "IndexCorrupt"):
             return HTTPException(409, message)
         return HTTPException(422, message)
+
+
+def scrub(value):
+    """A result with every string stripped of terminal escape sequences and control characters (tab and newline
+    kept) as the CLI prints them (rag.config.strip_controls): a document cannot drive a client's terminal. A span's
+    start and end count characters of the passage as stored, before this stripping."""
+    if isinstance(value, str):
+        return strip_controls(value)
+    if isinstance(value, dict):
+        return {k: scrub(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub(v) for v in value]
+    return value
 
 
 class ClientGone(Exception):
