@@ -124,3 +124,33 @@ def test_an_unexpected_failure_is_a_json_500_naming_no_path(inprocess_server, tm
     response = httpx.post(url + "/search", json={"question": "flywheel", "retriever": "bm25"}, timeout=120)
     assert response.status_code == 500 and response.headers["content-type"] == "application/json"
     assert "server log" in response.json()["detail"] and str(tmp_path) not in response.text
+
+
+def test_missing_model_exports_run_in_a_child_process_before_serving(tmp_path):
+    import os
+
+    from rag.serve.prepare import Export, prepare_models, verifier_target
+
+    target = tmp_path / "model.onnx"
+    code = f"import os, pathlib; pathlib.Path({str(target)!r}).write_text(str(os.getpid()))"
+    said = []
+    assert prepare_models(said.append, [Export("a model", lambda: target, code)]) == []
+    assert target.read_text() != str(os.getpid()) and len(said) == 1  # written by another process
+    assert prepare_models(said.append, [Export("a model", lambda: target, code)]) == [] and len(said) == 1  # once
+    broken = Export("a broken model", lambda: tmp_path / "never.onnx", "raise SystemExit('no weights here')")
+    assert prepare_models(said.append, [broken]) == ["a broken model"]
+    assert "warning:" in said[-1] and "no weights here" in said[-1] and "first request" in said[-1]
+    verifier = verifier_target()
+    assert verifier is None or ("screen-verifier" in str(verifier) and verifier.name == "model.onnx")
+
+
+def test_rag_serve_prepares_models_only_with_its_warm_up(cli, monkeypatch):
+    import rag.commands.serve as command
+    import rag.serve.prepare as prepare
+
+    calls = []
+    monkeypatch.setattr(command, "_run", lambda *args: None)
+    monkeypatch.setattr(prepare, "prepare_models", lambda say: calls.append(say))
+    monkeypatch.delenv("RAG_API_KEY", raising=False)
+    assert cli(["serve", "--port", "0"]).exit_code == 0 and len(calls) == 1
+    assert cli(["serve", "--port", "0", "--no-warm"]).exit_code == 0 and len(calls) == 1

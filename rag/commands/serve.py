@@ -33,7 +33,9 @@ def serve(
         None, "--config", help="TOML file with the same settings ([allow] corpus = [...], build_missing = true, ...)."
     ),
     warm: bool = typer.Option(
-        True, help="Open (and build if missing) the default retriever (builtin, minilm, flat, hybrid) before serving."
+        True,
+        help="Open (and build if missing) the default retriever (builtin, minilm, flat, hybrid) and export the screen "
+        "verifier's ONNX model if missing (in a child process) before serving.",
     ),
     build_missing: bool = typer.Option(
         None,
@@ -133,6 +135,10 @@ def serve(
         raise typer.Exit(2) from None
     for line in policy.start_warnings(host):
         err_console.print(f"[yellow]warning:[/] {safe(line)}", soft_wrap=True)
+    if warm:  # the verifier's ONNX export runs in a child process now, not inside the first request
+        from rag.serve.prepare import prepare_models
+
+        prepare_models(say=lambda line: err_console.print(safe(line), soft_wrap=True))
     _run(policy, host, port, log_level)
 
 
