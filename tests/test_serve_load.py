@@ -66,6 +66,7 @@ def test_built_once_keeps_maxsize_values_and_caches_no_failure():
 def test_every_model_builder_is_built_once():
     from rag.agent.graph import compiled_graph
     from rag.agent.multihop import default_model
+    from rag.answer.reader import reader_for
     from rag.answer.sentence_rank import load_model
     from rag.encoders import load_encoder
     from rag.encoders.smollm2 import load_smollm2
@@ -73,7 +74,16 @@ def test_every_model_builder_is_built_once():
     from rag.screen.normalize import confusables
     from rag.screen.verifier import default_verifier, trunk
 
-    for builder in (compiled_graph, default_model, load_model, load_encoder, load_smollm2, placement, confusables):
+    for builder in (
+        compiled_graph,
+        default_model,
+        load_model,
+        load_encoder,
+        load_smollm2,
+        placement,
+        confusables,
+        reader_for,
+    ):
         assert getattr(builder, "built_once", False), builder.__qualname__
     assert default_verifier.built_once and trunk.built_once
 
