@@ -133,10 +133,18 @@ def test_missing_model_exports_run_in_a_child_process_before_serving(tmp_path):
 
     target = tmp_path / "model.onnx"
     code = f"import os, pathlib; pathlib.Path({str(target)!r}).write_text(str(os.getpid()))"
-    said = []
-    assert prepare_models(said.append, [Export("a model", lambda: target, code)]) == []
+    said, loads = [], []
+    model = Export("a model", lambda: target, code, lambda: loads.append(target.read_text()))
+    assert prepare_models(said.append, [model]) == []
     assert target.read_text() != str(os.getpid()) and len(said) == 1  # written by another process
-    assert prepare_models(said.append, [Export("a model", lambda: target, code)]) == [] and len(said) == 1  # once
+    assert loads == [target.read_text()]  # then loaded here
+    assert prepare_models(said.append, [model]) == [] and len(said) == 1 and len(loads) == 2  # exported once
+
+    def unloadable():
+        raise MemoryError("no room")
+
+    assert prepare_models(said.append, [Export("a big model", lambda: target, code, unloadable)]) == ["a big model"]
+    assert "warning: loading a big model failed" in said[-1] and "no room" in said[-1]
     broken = Export("a broken model", lambda: tmp_path / "never.onnx", "raise SystemExit('no weights here')")
     assert prepare_models(said.append, [broken]) == ["a broken model"]
     assert "warning:" in said[-1] and "no weights here" in said[-1] and "first request" in said[-1]

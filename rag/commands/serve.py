@@ -34,8 +34,8 @@ def serve(
     ),
     warm: bool = typer.Option(
         True,
-        help="Open (and build if missing) the default retriever (builtin, minilm, flat, hybrid) and export the screen "
-        "verifier's ONNX model if missing (in a child process) before serving.",
+        help="Open (and build if missing) the default retriever (builtin, minilm, flat, hybrid) and load the screen "
+        "verifier (exported to ONNX first in a child process if missing) before serving.",
     ),
     build_missing: bool = typer.Option(
         None,
@@ -135,7 +135,7 @@ def serve(
         raise typer.Exit(2) from None
     for line in policy.start_warnings(host):
         err_console.print(f"[yellow]warning:[/] {safe(line)}", soft_wrap=True)
-    if warm:  # the verifier's ONNX export runs in a child process now, not inside the first request
+    if warm:  # the verifier's export (a child process) and load happen now, not inside the first request
         from rag.serve.prepare import prepare_models
 
         prepare_models(say=lambda line: err_console.print(safe(line), soft_wrap=True))
