@@ -162,3 +162,13 @@ def test_rag_serve_prepares_models_only_with_its_warm_up(cli, monkeypatch):
     monkeypatch.delenv("RAG_API_KEY", raising=False)
     assert cli(["serve", "--port", "0"]).exit_code == 0 and len(calls) == 1
     assert cli(["serve", "--port", "0", "--no-warm"]).exit_code == 0 and len(calls) == 1
+
+
+def test_create_app_checks_the_same_before_serving(tmp_path):
+    from rag.config import RagError
+    from rag.serve import create_app
+
+    with pytest.raises(RagError, match="corpora.notes: .* is not a folder"):
+        create_app(warm=[], corpora={"notes": str(tmp_path / "gone")})
+    with pytest.raises(RagError, match="encoders.lm-etc: .*not an LM checkpoint"):
+        create_app(warm=[], encoders=["lm:/etc"])

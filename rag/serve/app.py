@@ -66,6 +66,7 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
     if isinstance(settings.get("corpora"), list):
         settings["corpora"] = parse_corpora(settings["corpora"])
     policy = policy or ServePolicy(**settings)
+    policy.check_start()  # RagError naming the key: a missing corpus folder, a file as RAG_CACHE_DIR, ...
     service = Service(policy, pool)
     started = time.time()
 

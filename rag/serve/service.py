@@ -77,7 +77,10 @@ class Slots:
                 self.active -= 1
                 return
             loop, future = self.waiters.popleft()
-        loop.call_soon_threadsafe(self.hand_over, future)
+        try:
+            loop.call_soon_threadsafe(self.hand_over, future)
+        except RuntimeError:  # the loop has closed (the server stopped): nobody waits any more
+            pass
 
     def hand_over(self, future: asyncio.Future) -> None:
         if future.cancelled():
