@@ -11,8 +11,11 @@ Importing this module changes nothing: entry points (cli.py, rag.serve) and mode
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import tempfile
+import threading
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -32,6 +35,43 @@ class RagWarning(UserWarning):
     """Something the user should know that did not stop the work (a discarded cache, cut passages, a long wait).
 
     Library code raises it with warnings.warn; the CLI prints each as one `warning:` line."""
+
+
+def built_once(maxsize: int | None = 1):
+    """A cache for a builder of something heavy (a model, an ONNX session, a table), like functools.lru_cache but
+    with a lock: concurrent first calls with the same arguments build once, the others wait for that build and
+    get the same object. Double-checked: a value already built is returned without taking the lock. Past maxsize
+    the oldest value is dropped; a build that raises caches nothing. `cache_clear()` empties it."""
+
+    def decorate(build):
+        cache: dict = {}
+        lock = threading.RLock()  # one build at a time per builder; reentrant, so a builder may call itself
+
+        @functools.wraps(build)
+        def cached(*args, **kwargs):
+            key = (args, tuple(sorted(kwargs.items()))) if kwargs else args
+            try:
+                return cache[key]
+            except KeyError:
+                pass
+            with lock:
+                if key in cache:
+                    return cache[key]
+                value = build(*args, **kwargs)
+                if maxsize is not None and len(cache) >= maxsize:
+                    cache.pop(next(iter(cache)))
+                cache[key] = value
+                return value
+
+        def cache_clear() -> None:
+            with lock:
+                cache.clear()
+
+        cached.cache_clear = cache_clear
+        cached.built_once = True  # tests check that each model builder has the lock
+        return cached
+
+    return decorate
 
 
 def runtime_environment() -> None:
@@ -68,10 +108,28 @@ def index_dir() -> Path:
     return Path(os.environ.get("RAG_INDEX_DIR") or REPO_DIR / "indexes")
 
 
+def cache_path() -> Path:
+    return Path(os.environ.get("RAG_CACHE_DIR") or Path.home() / ".cache" / "rag")
+
+
 def cache_dir() -> Path:
-    path = Path(os.environ.get("RAG_CACHE_DIR") or Path.home() / ".cache" / "rag")
+    path = cache_path()
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def check_dirs() -> None:
+    """RagError naming the variable when RAG_INDEX_DIR or RAG_CACHE_DIR is not a usable folder (a file, or a path
+    that cannot be created): checked once at start, so no request fails on it later."""
+    for variable, path in (("RAG_INDEX_DIR", index_dir()), ("RAG_CACHE_DIR", cache_path())):
+        if path.exists() and not path.is_dir():
+            raise RagError(f"{variable}={path} is not a folder; point it at a folder (or a path that can be created)")
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RagError(f"{variable}={path}: cannot create the folder ({exc.strerror})") from None
+    if (data := data_dir()).exists() and not data.is_dir():
+        raise RagError(f"RAG_DATA_DIR={data} is not a folder; point it at the data sets' folder")
 
 
 def bm25_cache_dir(key: str = "") -> Path:
@@ -172,6 +230,17 @@ def current_rss_mb() -> float:
     """This process's resident set now, in MiB."""
     rss = proc_status_mb("VmRSS")
     return rss if rss is not None else peak_rss_mb()
+
+
+# Terminal escape sequences (CSI `ESC [ ... final`, OSC `ESC ] ... BEL or ESC \\`) and the other control
+# characters but tab and newline: what document text must not carry to a terminal or an API client.
+CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def strip_controls(text: str) -> str:
+    """Document text without terminal escape sequences and control characters (tab and newline kept): the CLI
+    prints it so (rag.commands.common.safe), the HTTP API sends it so."""
+    return CONTROL.sub("", text)
 
 
 def escape_controls(name: str) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import Callable
 
 from langchain_core.runnables import RunnableConfig  # LangGraph reads the nodes' annotations to pass the config
@@ -36,7 +35,7 @@ from rag.agent.settings import DEFAULT_AGENT, AgentSettings
 from rag.agent.tools import title_linker
 from rag.answer.llm import ExtractiveBackend, experimental_warning, get_backend
 from rag.answer.reading import MemoReader
-from rag.config import RagError, check_question
+from rag.config import RagError, built_once, check_question
 from rag.retrieve import RetrievalSettings, Retriever, open_retriever
 from rag.screen.detector import guard_step, screened_text
 
@@ -96,7 +95,7 @@ def routed(state: AgentState, config: RunnableConfig) -> str:
     return route(state, config["configurable"]["run"].ctx)
 
 
-@lru_cache(maxsize=1)
+@built_once()
 def compiled_graph():
     """The agent graph, compiled once (a run passes its Run in config["configurable"]["run"])."""
     from langgraph.graph import END, START, StateGraph

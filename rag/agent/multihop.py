@@ -20,12 +20,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from rag.agent.planner import plan_question
+from rag.config import built_once
 from rag.encoders import minilm_query_encoder
 from rag.lexicon import content_words, entities
 from rag.models import model_file
@@ -86,7 +86,7 @@ class MultiHopModel:
         return float(self.probabilities([question])[0])
 
 
-@lru_cache(maxsize=1)
+@built_once()
 def default_model() -> MultiHopModel | None:
     """The shared model over the committed weights, or None where they are missing (then every planned hop runs)."""
     return MultiHopModel() if WEIGHTS.exists() else None

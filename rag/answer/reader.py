@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rag.config import built_once
 from rag.models import minilm_tokenizer, model_file
 
 MAX_TOKENS = 256  # tokens per window, question and special tokens included
@@ -183,15 +184,14 @@ class Reader:
         return sorted(best.values(), key=lambda sp: -sp.margin)
 
 
-_READERS: dict[str, Reader] = {}
-
-
 def get_reader(weights: Path = WEIGHTS) -> Reader:
     """One Reader per weights file per process."""
-    key = str(weights)
-    if key not in _READERS:
-        _READERS[key] = Reader(weights)
-    return _READERS[key]
+    return reader_for(str(weights))
+
+
+@built_once(maxsize=None)
+def reader_for(weights: str) -> Reader:
+    return Reader(Path(weights))
 
 
 def reader_available(weights: Path = WEIGHTS) -> bool:

@@ -37,7 +37,6 @@ import re
 import threading
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +44,7 @@ import numpy as np
 from rag.answer.comparison import sides
 from rag.answer.reading import READ_PASSAGES, definition_target, is_how_to, readable
 from rag.answer.sentence_pick import kind, needs_sentence_before
+from rag.config import built_once
 from rag.lexicon import content_words, sentences, stem, strip_citations, words
 from rag.models import model_file
 
@@ -261,7 +261,7 @@ class Model:
         return 1.0 / (1.0 + np.exp(-(x @ self.coef + self.bias)))
 
 
-@lru_cache(maxsize=1)
+@built_once()
 def load_model(path: Path = WEIGHTS) -> Model | None:
     """The trained ranker, or None when its weights are absent (the rules' answer then stands)."""
     if not path.exists():

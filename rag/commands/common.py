@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import sys
 import time
 from contextlib import contextmanager
@@ -13,18 +12,16 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from rag.config import RagError, escape_controls
+from rag.config import RagError, escape_controls, strip_controls
 
 console = Console()
 err_console = Console(stderr=True)
-
-CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def safe(text) -> str:
     """User or document text made safe to print: terminal escape sequences and control characters removed,
     rich markup escaped (so `[x]`, `[/b]` and `[1]` print as written)."""
-    return escape(CONTROL.sub("", str(text)))
+    return escape(strip_controls(str(text)))
 
 
 def safe_name(name) -> str:

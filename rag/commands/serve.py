@@ -33,7 +33,9 @@ def serve(
         None, "--config", help="TOML file with the same settings ([allow] corpus = [...], build_missing = true, ...)."
     ),
     warm: bool = typer.Option(
-        True, help="Open (and build if missing) the default retriever (builtin, minilm, flat, hybrid) before serving."
+        True,
+        help="Open (and build if missing) the default retriever (builtin, minilm, flat, hybrid) and load the screen "
+        "verifier (exported to ONNX first in a child process if missing) before serving.",
     ),
     build_missing: bool = typer.Option(
         None,
@@ -48,7 +50,14 @@ def serve(
     ),
     max_builds: int = typer.Option(None, min=1, help="Index builds at once; more answer 503. Default 1."),
     max_inflight: int = typer.Option(
-        None, min=0, help="At most this many /search and /ask requests compute at once; 0 = no limit."
+        None,
+        min=0,
+        help="At most this many /search and /ask requests compute at once; 0 = no limit. Default 2 per CPU core (2-32).",
+    ),
+    max_queued: int = typer.Option(
+        None,
+        min=0,
+        help="At most this many more wait for a slot; past them 503 with Retry-After. Default 16 per slot, at least 64.",
     ),
     max_body: int = typer.Option(
         None, min=1024, help="Request body limit in bytes (default 65536); larger bodies get 413."
@@ -102,6 +111,7 @@ def serve(
             "max_memory_mb": max_memory,
             "max_builds": max_builds,
             "max_inflight": max_inflight,
+            "max_queued": max_queued,
             "max_body": max_body,
             "allowed_hosts": list(allowed_host) or None,
             "cors_origins": list(cors_origin) or None,
@@ -119,9 +129,16 @@ def serve(
             api_key=read_api_key(str(api_key_file) if api_key_file else None),
             warm=[DEFAULT_WARM] if warm else [],
         )
+        policy.check_start()
     except (RagError, TypeError) as exc:
-        err_console.print(f"[red]error:[/] {safe(str(exc))}")
+        err_console.print(f"[red]error:[/] {safe(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
+    for line in policy.start_warnings(host):
+        err_console.print(f"[yellow]warning:[/] {safe(line)}", soft_wrap=True)
+    if warm:  # the verifier's export (a child process) and load happen now, not inside the first request
+        from rag.serve.prepare import prepare_models
+
+        prepare_models(say=lambda line: err_console.print(safe(line), soft_wrap=True))
     _run(policy, host, port, log_level)
 
 
@@ -133,11 +150,6 @@ def _run(policy, host: str, port: int, log_level: str) -> None:
     from rag.serve import create_app
     from rag.serve.guard import protocol_with_timeout
 
-    if host not in ("127.0.0.1", "localhost", "::1") and not policy.api_key:
-        err_console.print(
-            f"[yellow]warning: binding {host} exposes the service beyond this machine without an API key; "
-            "set RAG_API_KEY or --api-key-file[/]"
-        )
     api = create_app(policy)
     sock = _bind(host, port)
     logging.basicConfig(level=log_level.upper(), format="%(message)s")
@@ -160,7 +172,7 @@ def _run(policy, host: str, port: int, log_level: str) -> None:
 
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

@@ -13,10 +13,9 @@ Reaching a lower d (pca, truncate, whiten, ...) is the next layer up, rag.reduce
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Callable
 
-from rag.config import RagError, runtime_environment
+from rag.config import RagError, built_once, runtime_environment
 from rag.encoders.base import Encoder
 
 
@@ -149,7 +148,7 @@ def get_encoder(name: str, backend: str | None = None) -> Encoder:
     return load_encoder(name, check_backend(name, backend))
 
 
-@lru_cache(maxsize=8)
+@built_once(maxsize=8)
 def load_encoder(name: str, backend: str) -> Encoder:
     spec = encoder_spec(name)
     runtime_environment()

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import importlib.util
 import threading
-from functools import lru_cache
 from pathlib import Path
 
-from rag.config import RagError, cache_dir
+from rag.config import RagError, built_once, cache_dir
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _lock = threading.Lock()
@@ -29,7 +28,7 @@ def cached_model_dir() -> Path:
     return cache_dir() / "models" / "smollm2-135m-instruct"
 
 
-@lru_cache(maxsize=1)
+@built_once()
 def load_smollm2():
     """Return (tokenizer, model) in eval mode on the CPU; dequantized once, then loaded from the cache."""
     from transformers import AutoModelForCausalLM, AutoTokenizer

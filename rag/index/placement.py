@@ -15,7 +15,7 @@ import sys
 import warnings
 from functools import lru_cache
 
-from rag.config import RagWarning
+from rag.config import RagWarning, built_once
 from rag.index.kinds import import_faiss, index_kind, pq_shape
 
 # faiss GPU IVF-PQ (faiss/gpu/impl/PQCodeDistances and the wiki's "GPU faiss" limits): bytes per code it supports,
@@ -32,7 +32,7 @@ def choose_placement(faiss_gpus: int, torch_cuda: bool) -> str:
     return "cuda-torch" if torch_cuda else "cpu"
 
 
-@lru_cache(maxsize=1)
+@built_once()
 def placement() -> str:
     """Where search runs on this machine: 'cuda-faiss', 'cuda-torch' or 'cpu' (see the module docstring)."""
     faiss = import_faiss()

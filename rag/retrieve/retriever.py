@@ -108,7 +108,8 @@ class Retriever:
 
         update: a folder corpus whose files changed since its index was built is updated first (only the changed
         passages are encoded; rag.index.update.refresh_if_changed); False refuses the stale index instead."""
-        chosen = settings is not None and settings.backend is not None  # a backend the user asked for
+        # a backend the user asked for (not one validated() filled in)
+        chosen = settings is not None and settings.backend is not None and not settings.backend_by_default
         settings = (settings or RetrievalSettings()).validated()
         corpus = corpus or load_corpus(settings.corpus)
         enc = loaded = bm25 = None

@@ -86,7 +86,17 @@ class RetrievalSettings:
         if not kind.dense:
             return self
         dim = self.index_spec.validated().dim
-        return replace(self, dim=dim, backend=check_backend(self.encoder, self.backend, queries=True))
+        checked = replace(self, dim=dim, backend=check_backend(self.encoder, self.backend, queries=True))
+        if self.backend is None or self.backend_by_default:  # filled in here, not chosen: kept through validated()
+            object.__setattr__(checked, "_backend_by_default", True)
+        return checked
+
+    @property
+    def backend_by_default(self) -> bool:
+        """True when validated() filled in the encoder's default query backend (the user chose none): where that
+        backend disagrees with an index on this CPU, queries may fall back to the one that built it. Not a field:
+        not compared, not sent to a server, lost by replace()."""
+        return getattr(self, "_backend_by_default", False)
 
     @property
     def pool_key(self) -> tuple:

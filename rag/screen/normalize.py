@@ -9,8 +9,9 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from functools import lru_cache
 from pathlib import Path
+
+from rag.config import built_once
 
 _INVISIBLE = re.compile(
     r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
@@ -23,7 +24,7 @@ def visible(text: str) -> str:
     return _INVISIBLE.sub(lambda m: m.group() if m.group() in "\u200c\u200d" else "", text)
 
 
-@lru_cache(maxsize=1)
+@built_once()
 def confusables() -> dict[int, str]:
     """Unicode's confusables (via the confusable_homoglyphs package): each non-ASCII character that looks like an
     ASCII letter or digit, mapped to it (Cyrillic 'а' -> 'a', Greek 'ο' -> 'o', fullwidth and math letters ...)."""

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import json
 import threading
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+from rag.config import built_once
 from rag.models import model_file
 
 WEIGHTS = model_file("injection_verifier.npz")
@@ -98,7 +98,7 @@ def export_trunk(weights: Path, target: Path) -> None:
     )
 
 
-@lru_cache(maxsize=1)
+@built_once()
 def trunk():
     """(ONNX Runtime session of the exported trunk, SmolLM2's tokenizer from HF tokenizers): torch-free."""
     from tokenizers import Tokenizer
@@ -159,7 +159,7 @@ class Verifier:
         return any(flags) and vetoable(flags) and self.scores([context(sents, flags)])[0] < self.threshold
 
 
-@lru_cache(maxsize=1)
+@built_once()
 def default_verifier() -> Verifier | None:
     """The shared verifier over the committed weights, or None where they are missing (then every flag stands)."""
     return Verifier() if WEIGHTS.exists() and WEIGHTS_INFO.exists() else None

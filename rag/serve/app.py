@@ -11,13 +11,17 @@ when the run fails after the stream began.
 
 from __future__ import annotations
 
+import logging
 import time
 from contextlib import asynccontextmanager
 
+import anyio
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -42,6 +46,8 @@ from rag.serve.policy import ServePolicy, hide_paths, parse_corpora
 from rag.serve.pool import ServePool
 from rag.serve.service import Service, sse
 
+log = logging.getLogger("rag.serve")
+PROBE_THREADS = 2  # /health and /metrics at once, beside the worker threads
 MAX_ERRORS_SHOWN = 10  # validation problems listed in a 422; the rest are counted
 MAX_DETAIL_CHARS = 2000  # an error message longer than this is cut
 
@@ -60,6 +66,7 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
     if isinstance(settings.get("corpora"), list):
         settings["corpora"] = parse_corpora(settings["corpora"])
     policy = policy or ServePolicy(**settings)
+    policy.check_start()  # RagError naming the key: a missing corpus folder, a file as RAG_CACHE_DIR, ...
     service = Service(policy, pool)
     started = time.time()
 
@@ -120,6 +127,11 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
     async def too_deep(_: Request, exc: RecursionError):
         return JSONResponse(status_code=400, content={"detail": "the request is nested too deeply"})
 
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception):  # JSON like every other error, never a path
+        log.error("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+        return JSONResponse(status_code=500, content={"detail": "internal server error; see the server log"})
+
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
         content = {"detail": bounded(str(exc.detail))}
@@ -133,13 +145,21 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
 def add_routes(app: FastAPI, service: Service, started: float) -> None:
     policy, pool = service.policy, service.pool
 
+    probes: list[anyio.CapacityLimiter] = []  # threads of their own for /health and /metrics, made on first use
+
+    async def probe(work):
+        """work() in a probe thread: never queued behind the worker threads busy with /search and /ask."""
+        if not probes:
+            probes.append(anyio.CapacityLimiter(PROBE_THREADS))
+        return await anyio.to_thread.run_sync(work, limiter=probes[0])
+
     @app.get("/health")
     async def health(http: Request) -> dict:
-        """Liveness: 'ok' and the version for anyone, answered on the event loop (never queued behind busy worker
-        threads); with the API key (or with none set) also what is loaded."""
+        """Liveness: 'ok' and the version for anyone, answered on the event loop; with the API key (or with none
+        set) also what is loaded, from a probe thread of its own (never queued behind busy worker threads)."""
         if not key_ok(http.headers.raw, (policy.api_key or "").encode()):
             return {"status": "ok", "version": VERSION}
-        return await run_in_threadpool(health_details)
+        return await probe(health_details)
 
     def health_details() -> dict:
         loaded = [service.public(dict(row)) for row in pool.loaded()]
@@ -172,9 +192,11 @@ def add_routes(app: FastAPI, service: Service, started: float) -> None:
             raise service.http_error(exc) from None
 
     @app.get("/metrics", response_class=Response)
-    def metrics() -> Response:
-        """Prometheus metrics: requests and latency by endpoint, pool size and memory, builds, evictions."""
-        return Response(service.metrics.text(), media_type="text/plain; version=0.0.4; charset=utf-8")
+    async def metrics() -> Response:
+        """Prometheus metrics: requests and latency by endpoint, pool size and memory, builds, evictions, requests
+        computing and waiting (from a probe thread, like /health)."""
+        text = await probe(service.metrics.text)
+        return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
     @app.post(
         "/search", response_model=SearchResponse, responses=error_responses(400, 403, 404, 409, 413, 422, 503, 504)
@@ -194,14 +216,21 @@ def add_routes(app: FastAPI, service: Service, started: float) -> None:
         retriever = await run_in_threadpool(service.open, request.settings(), request.llm)
         run = service.agent(request.question, retriever, request.agent_settings())
         if "text/event-stream" not in http.headers.get("accept", ""):
-            return await service.ask(run)
+            return await service.ask(run, http.is_disconnected)
+
+        ticket = await service.slots.enter()  # a 503 when full, before the stream starts
 
         async def stream():
-            async for event, data in service.events(run):
+            async for event, data in service.events(run, ticket):
                 yield sse(event, data)
             yield sse("done", {})
 
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache"},
+            background=BackgroundTask(ticket.drop),  # the slot back if the stream never started
+        )
 
 
 def public_manifest(service: Service, manifest: dict) -> dict | None:

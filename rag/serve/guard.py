@@ -7,6 +7,7 @@ import asyncio
 import hmac
 import json
 import logging
+import socket
 import time
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -225,6 +226,18 @@ class Observe:
             )
 
 
+def no_delay(transport) -> None:
+    """TCP_NODELAY on an accepted connection. asyncio sets it only on sockets made with proto IPPROTO_TCP, and a
+    socket bound by socket.socket() has proto 0: without it a keep-alive response written in two parts (head, then
+    body) waited for the client's delayed ACK, about 40 ms per request."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:  # the connection is already gone
+            pass
+
+
 class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol plus a header timeout: a connection that has not sent a whole request head within
     HEADER_TIMEOUT seconds of connecting (or of its last response) is closed. uvicorn's keep-alive timer is
@@ -233,6 +246,7 @@ class GuardedH11Protocol(H11Protocol):
     header_timeout = 10.0
 
     def connection_made(self, transport) -> None:
+        no_delay(transport)
         super().connection_made(transport)
         self.arm_header_timer()
 

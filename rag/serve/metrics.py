@@ -8,7 +8,7 @@ BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 
 class Metrics:
-    def __init__(self, pool):
+    def __init__(self, pool, slots=None):
         self.registry = r = CollectorRegistry()
         self.requests = Counter(
             "rag_requests", "HTTP requests by endpoint and status", ["method", "path", "status"], registry=r
@@ -18,6 +18,19 @@ class Metrics:
         )
         self.streams_cancelled = Counter(
             "rag_streams_cancelled", "streamed agent runs stopped because the client went away", registry=r
+        )
+        if slots is not None:
+            Gauge("rag_requests_computing", "/search and /ask runs computing now", registry=r).set_function(
+                lambda: slots.counts()[0]
+            )
+            Gauge("rag_requests_waiting", "/search and /ask requests waiting for a slot", registry=r).set_function(
+                lambda: slots.counts()[1]
+            )
+            Gauge(
+                "rag_requests_refused_total", "requests refused with 503: every slot and queue place taken", registry=r
+            ).set_function(lambda: slots.refused)
+        self.asks_cancelled = Counter(
+            "rag_asks_cancelled", "whole (not streamed) agent runs stopped because the client went away", registry=r
         )
         self.injections = Counter("rag_injection_flags", "passages flagged as carrying instructions", registry=r)
         Gauge("rag_pool_open_retrievers", "retrievers open in the pool", registry=r).set_function(

@@ -15,10 +15,11 @@ import time
 import uuid
 from typing import Literal
 
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.background import BackgroundTask
 
 from rag.agent.settings import DEFAULT_AGENT
 from rag.config import RagError, check_question
@@ -150,7 +151,7 @@ def add_openai_routes(app: FastAPI, service: Service) -> None:
             **error_responses(400, 403, 404, 413, 422, 503),
         },
     )
-    async def chat(request: ChatRequest):
+    async def chat(request: ChatRequest, http: Request):
         """Answer the last user message with the agent (OpenAI's chat completion format; `stream: true` for SSE)."""
         settings = (await run_in_threadpool(model_table, service)).get(request.model)
         if settings is None:
@@ -165,7 +166,7 @@ def add_openai_routes(app: FastAPI, service: Service) -> None:
         run = service.agent(question, retriever, agent)
         chunk_id, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
         if not request.stream:
-            result = await service.ask(run)
+            result = await service.ask(run, http.is_disconnected)
             text = with_sources(result)
             return {
                 "id": chunk_id,
@@ -192,9 +193,11 @@ def add_openai_routes(app: FastAPI, service: Service) -> None:
             }
             return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
+        ticket = await service.slots.enter()  # a 503 when full, before the stream starts
+
         async def stream():
             yield chunk({"role": "assistant", "content": ""})
-            async for event, data in service.events(run):
+            async for event, data in service.events(run, ticket):
                 if event == "step":
                     yield chunk({"reasoning_content": step_text(data)})
                 elif event == "answer":
@@ -204,4 +207,9 @@ def add_openai_routes(app: FastAPI, service: Service) -> None:
             yield chunk({}, "stop")
             yield "data: [DONE]\n\n"
 
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache"},
+            background=BackgroundTask(ticket.drop),  # the slot back if the stream never started
+        )

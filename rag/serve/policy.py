@@ -14,12 +14,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rag.agent.settings import DEFAULT_AGENT
-from rag.config import REPO_DIR, RagError, cache_dir, data_dir, index_dir
+from rag.answer.llm import LLM_BACKENDS
+from rag.config import REPO_DIR, RagError, cache_dir, check_dirs, data_dir, index_dir
 from rag.data.corpus import NAMED_CORPORA
-from rag.encoders import ENCODER_NAMES, check_backend
+from rag.encoders import ENCODER_BACKENDS, ENCODER_NAMES, check_backend, encoder_spec
 from rag.index.kinds import INDEX_KINDS
 from rag.reduce import REDUCERS
 from rag.retrieve import RETRIEVERS, RetrievalSettings
@@ -55,7 +56,8 @@ class ServeSettings(BaseModel):
     max_open: Annotated[int, Field(ge=1, le=1000)] = 8
     max_memory_mb: Annotated[int, Field(ge=1, le=2**24)] = 4096
     max_builds: Annotated[int, Field(ge=1, le=64)] = 1
-    max_inflight: Annotated[int, Field(ge=0, le=100_000)] = 0
+    max_inflight: Annotated[int, Field(ge=0, le=100_000)] | None = None  # None: default_inflight()
+    max_queued: Annotated[int, Field(ge=0, le=100_000)] | None = None  # None: default_queued(max_inflight)
     header_timeout: Annotated[float, Field(gt=0, le=600)] = 10.0
     request_timeout: Annotated[float, Field(gt=0, le=3600)] = 300.0
     body_timeout: Annotated[float, Field(gt=0, le=3600)] = 30.0
@@ -63,6 +65,32 @@ class ServeSettings(BaseModel):
     torch_threads: Annotated[int, Field(ge=0, le=1024)] = 0
     watch: bool = False  # update served folder corpora in the background when their files change (rag.serve.watch)
     warm: list[dict] = []
+
+    @field_validator("allow")
+    @classmethod
+    def allow_lists_serve_something(cls, allow: dict[str, list]) -> dict[str, list]:
+        """No empty list (it would serve nothing), widths that are positive integers, names from each vocabulary."""
+        vocabularies = {
+            "index": INDEX_KINDS,
+            "reduce": REDUCERS,
+            "retriever": RETRIEVERS,
+            "llm": LLM_BACKENDS,
+            "backend": ENCODER_BACKENDS,
+        }
+        for name, values in allow.items():
+            if not values:
+                raise ValueError(f"allow.{name}: an empty list serves nothing; leave {name} out to allow every value")
+            if name == "dim":
+                bad = [v for v in values if not re.fullmatch(r"[1-9][0-9]{0,4}", str(v))]
+                if bad:
+                    raise ValueError(f"allow.dim: {bad[0]!r:.40} is not a width; write positive integers, e.g. 128,384")
+            elif name in vocabularies:
+                bad = [v for v in values if str(v) not in vocabularies[name]]
+                if bad:
+                    raise ValueError(
+                        f"allow.{name}: unknown value {bad[0]!r:.40}; valid values: {', '.join(vocabularies[name])}"
+                    )
+        return allow
 
 
 def check_settings(values: dict, where: str = "serve setting") -> dict:
@@ -72,6 +100,9 @@ def check_settings(values: dict, where: str = "serve setting") -> dict:
         ServeSettings.model_validate(values)
     except ValidationError as exc:
         first = exc.errors()[0]
+        message = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "value_error" and message.startswith(str(first["loc"][0]) + "."):
+            raise RagError(f"{where}: {message}") from None  # a validator's message names its key already
         tags = ("str", "int", "float", "bool", "dict", "list")  # the branch names pydantic puts in a union's loc
         key = ".".join(str(p) for p in first["loc"] if not (isinstance(p, str) and ("[" in p or p in tags)))
         unknown = sorted(str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden")
@@ -82,6 +113,18 @@ def check_settings(values: dict, where: str = "serve setting") -> dict:
         got = got if len(got) <= 60 else got[:57] + "..."
         raise RagError(f"{where}: {key}: {first['msg']} (got {got})") from None
     return values
+
+
+def default_inflight() -> int:
+    """/search and /ask requests computing at once by default: two per CPU core, within 2..32. Past the cores more
+    threads add memory (each run holds its model activations and buffers), not throughput."""
+    return max(2, min(32, 2 * (os.cpu_count() or 1)))
+
+
+def default_queued(inflight: int) -> int:
+    """Requests waiting for a computing slot by default (a waiting request holds its body and no thread): 16 per
+    slot, at least 64. Past them the server answers 503 with Retry-After."""
+    return max(64, 16 * inflight)
 
 
 @dataclass
@@ -99,7 +142,8 @@ class ServePolicy:
     max_open: int = 8
     max_memory_mb: int = 4096
     max_builds: int = 1
-    max_inflight: int = 0
+    max_inflight: int | None = None  # /search and /ask computing at once (0: no limit); None: default_inflight()
+    max_queued: int | None = None  # more waiting for a slot, past them 503; None: default_queued(max_inflight)
     header_timeout: float = 10.0
     request_timeout: float = 300.0  # seconds a /search or whole /ask may compute before the client gets 504
     body_timeout: float = 30.0  # seconds from the end of the head to the end of the body (slow bodies get 408)
@@ -110,6 +154,10 @@ class ServePolicy:
 
     def __post_init__(self):
         check_settings({f.name: getattr(self, f.name) for f in fields(self)})
+        if self.max_inflight is None:
+            self.max_inflight = default_inflight()
+        if self.max_queued is None:
+            self.max_queued = default_queued(self.max_inflight)
         for name, values in self.allow.items():
             if name not in ALLOW_FIELDS:
                 raise RagError(f"--allow {name}=...: unknown field; allowed fields: {', '.join(ALLOW_FIELDS)}")
@@ -125,6 +173,48 @@ class ServePolicy:
                 raise RagError(
                     f"corpus name '{name}' must be 1-64 letters, digits, '_', '.' or '-' and not a named corpus"
                 )
+
+    # ------------------------------------------------------------ checked once, before serving
+    def check_start(self) -> None:
+        """What must hold before the server listens, else RagError naming the key in one line: every served
+        corpus is a folder, every extra encoder a known one (an lm:<dir> a checkpoint folder), the index and cache
+        folders are folders, RAG_INDEX_KEY is long enough."""
+        from rag.encoders.tables import lm_checkpoint_files
+        from rag.index.versions import index_key
+
+        for name, path in self.corpora.items():
+            if not Path(path).expanduser().is_dir():
+                raise RagError(f"corpora.{name}: {path} is not a folder; give an existing corpus folder")
+        for name, real in self.encoders.items():
+            try:
+                encoder_spec(real)
+            except RagError as exc:
+                raise RagError(f"encoders.{name}: {exc}") from None
+            if real.startswith("lm:"):
+                run = Path(real[3:].removesuffix("#idf")).expanduser()
+                weights, tokenizer = lm_checkpoint_files(run)
+                if not (weights.is_file() and tokenizer.is_file()):
+                    raise RagError(
+                        f"encoders.{name}: {run} is not an LM checkpoint (it needs tokenizer.json and "
+                        "model.safetensors); give a `rag lm train --out` folder"
+                    )
+        check_dirs()
+        index_key()  # RagError when RAG_INDEX_KEY is set but too short
+
+    def start_warnings(self, host: str) -> list[str]:
+        """One line per risky but allowed setting, printed when the server starts."""
+        out = []
+        if host not in ("127.0.0.1", "localhost", "::1") and not self.api_key:
+            out.append(
+                f"binding {host} exposes the service beyond this machine without an API key; "
+                "set RAG_API_KEY or --api-key-file"
+            )
+        if "*" in self.allowed_hosts and "*" in self.cors_origins and not self.api_key:
+            out.append(
+                "allowed hosts '*' and CORS origin '*' without an API key: any web page a local user opens can "
+                "query this server; set RAG_API_KEY or name the hosts and origins"
+            )
+        return out
 
     # ------------------------------------------------------------ what may be asked for
     def allowed(self, name: str) -> list[str] | None:
@@ -205,6 +295,8 @@ class ServePolicy:
             "max_body": self.max_body,
             "max_open": self.max_open,
             "max_memory_mb": self.max_memory_mb,
+            "max_inflight": self.max_inflight,
+            "max_queued": self.max_queued,
         }
 
 
@@ -242,6 +334,10 @@ def read_config_file(path: str | Path) -> dict:
     build_missing = true, max_open = 4, allowed_hosts = [...], corpora = {notes = "/srv/notes"}."""
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise RagError(
+            f"cannot read the serve config {path}: it is not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise RagError(f"cannot read the serve config {path}: {exc}") from None
     for secret in ("api_key", "warm"):  # the key comes from a file or the environment, warm-up from --warm
@@ -259,17 +355,39 @@ def read_config_file(path: str | Path) -> dict:
 
 
 def read_api_key(key_file: str | None) -> str | None:
-    """The API key from --api-key-file (first line) or RAG_API_KEY; None = no authentication."""
+    """The API key from --api-key-file or RAG_API_KEY; None = no authentication (neither given).
+
+    The key file holds the key alone on one line (a trailing newline is fine); a file with more lines is refused,
+    as is an empty file or a blank RAG_API_KEY: none of them turns authentication off."""
     if key_file:
         try:
-            key = Path(key_file).read_text(encoding="utf-8").strip()
+            text = Path(key_file).read_bytes().decode("utf-8")
         except OSError as exc:
             raise RagError(f"cannot read --api-key-file {key_file}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise RagError(f"--api-key-file {key_file} is not UTF-8 text; write the key alone on one line") from None
+        key, where = text.strip(), f"--api-key-file {key_file}"
+        if len(key.splitlines()) > 1:
+            raise RagError(
+                f"{where} holds {len(key.splitlines())} lines; write the key alone on one line "
+                "(only a trailing newline may follow it)"
+            )
+    elif "RAG_API_KEY" in os.environ:
+        key, where = os.environ["RAG_API_KEY"].strip(), "RAG_API_KEY"
+        if "\n" in key or "\r" in key:
+            raise RagError("RAG_API_KEY holds more than one line; set it to the key alone")
     else:
-        key = os.environ.get("RAG_API_KEY", "").strip()
-    if key and len(key) < 16:
-        raise RagError("the API key is shorter than 16 characters; use a long random one (e.g. `openssl rand -hex 32`)")
-    return key or None
+        return None
+    if not key:
+        raise RagError(
+            f"{where} is empty or blank, which would turn authentication off; give a long random key "
+            "(e.g. `openssl rand -hex 32`), or unset RAG_API_KEY to serve without one"
+        )
+    if len(key) < 16:
+        raise RagError(
+            f"the API key ({where}) is shorter than 16 characters; use a long random one (e.g. `openssl rand -hex 32`)"
+        )
+    return key
 
 
 # ---------------------------------------------------------------- no paths in what clients see
