@@ -164,7 +164,11 @@ def test_serve_watch_updates_a_served_folder_in_the_background(inprocess_server,
         return "quokka" in httpx.post(url + "/search", json=body, timeout=60).json()["passages"][0]["text"]
 
     wait_until(found, 60, "the new file in the served index", poll=0.5)
-    assert httpx.get(url + "/health", timeout=120).json()["swaps"] >= 1  # a new version, swapped in like a rebuild
+    health = httpx.get(url + "/health", timeout=120).json()
+    assert health["swaps"] >= 1  # a new version, swapped in like a rebuild
+    assert health["watch"]["ok"] and health["watch"]["updates"] >= 1 and health["watch"]["errors"] == 0
+    metrics = httpx.get(url + "/metrics", timeout=120).text
+    assert "rag_watch_ok 1.0" in metrics and "rag_watch_errors_total 0.0" in metrics
 
 
 # ---------------------------------------------------------------- 7. CLI rough edges

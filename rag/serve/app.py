@@ -83,6 +83,7 @@ def create_app(policy: ServePolicy | None = None, *, pool: ServePool | None = No
             from rag.serve.watch import Watcher
 
             watcher = app.state.watcher = Watcher(policy.corpora, service.pool).start()
+            service.metrics.watch(watcher)
         yield
         if watcher is not None:
             watcher.stop()
@@ -173,6 +174,7 @@ def add_routes(app: FastAPI, service: Service, started: float) -> None:
             "swap_failures": pool.swap_failures,
             "evictions": pool.evictions,
             "builds": pool.builds_done,
+            **({"watch": watcher.health()} if (watcher := getattr(app.state, "watcher", None)) else {}),
         }
 
     @app.get("/config")

@@ -47,6 +47,19 @@ class Metrics:
         ):
             Gauge(name + "_total", doc, registry=r).set_function(lambda a=attr: getattr(pool, a))
 
+    def watch(self, watcher) -> None:
+        """The folder watcher's health (rag.serve.watch.Watcher.health), once `rag serve --watch` starts it."""
+        r = self.registry
+        Gauge(
+            "rag_watch_ok", "1 while the watcher runs and no served folder's latest update failed", registry=r
+        ).set_function(lambda: float(watcher.health()["ok"]))
+        for name, key, doc in (
+            ("rag_watch_updates_total", "updates", "folder updates applied by the watcher"),
+            ("rag_watch_errors_total", "errors", "errors the watcher caught and went on from"),
+            ("rag_watch_restarts_total", "restarts", "watches restarted after a failure"),
+        ):
+            Gauge(name, doc, registry=r).set_function(lambda k=key: watcher.health()[k])
+
     def observe(self, method: str, path: str, status: int, seconds: float) -> None:
         self.requests.labels(method, path, str(status)).inc()
         self.latency.labels(method, path).observe(seconds)
