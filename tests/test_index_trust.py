@@ -85,3 +85,15 @@ def test_a_keyed_seal_refuses_a_manifest_resealed_without_the_key(built, monkeyp
     monkeypatch.delenv("RAG_INDEX_KEY")
     with pytest.raises(IndexCorrupt, match="sealed with RAG_INDEX_KEY"):
         load_index(keyed_corpus, IndexSpec("minilm", D, "flat"))
+
+
+def test_a_deeply_nested_manifest_is_corrupt_and_the_listing_goes_on(built):
+    """A manifest of 100,000 nested arrays is an IndexCorrupt naming the index, not a RecursionError, and
+    `rag index list` still lists the other indexes."""
+    from rag.index.store import list_indexes
+
+    corpus, link, version = built
+    other = build_and_save(corpus, IndexSpec("minilm", 64, "flat"))
+    (version / MANIFEST).write_text("[" * 100_000 + "]" * 100_000)
+    refused(corpus, link, "nests deeper")
+    assert [m["path"] for m in list_indexes()] == [other["path"]]

@@ -121,6 +121,8 @@ def read_manifest(path: Path, rebuild: str | None = None) -> dict:
         manifest = json.loads((path / MANIFEST).read_bytes().decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as e:
         raise corrupt(path, f"its manifest is not valid JSON ({e})", rebuild) from None
+    except RecursionError:  # nesting deeper than the parser's stack: no manifest is written that way
+        raise corrupt(path, "its manifest nests deeper than any manifest rag writes", rebuild) from None
     if not isinstance(manifest, dict):
         raise corrupt(path, f"its manifest holds a JSON {type(manifest).__name__}, not an object", rebuild)
     return manifest
