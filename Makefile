@@ -50,8 +50,8 @@ test: install browser lint
 	$(BIN)/pip install -q -e '.[scale]'
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
-# The injection screen re-measured on every held-out set (tests marked heldout: about 20 minutes of one core). make test
-# checks the six latest sets instead; run this after a change to the screen (rag/screen/detector.py*).
+# The injection screen re-measured on its held-out sets (tests marked heldout: about 30 minutes of one core), left out
+# of make test; run this after a change to the screen (rag/screen/).
 test-heldout: install
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m heldout
 

@@ -471,11 +471,13 @@ def test_screen_removes_only_the_flagged_sentences_and_names_the_passage():
 # Rules were written from the misses of sets up to fresh56 and the verifier trains on the flagged items of
 # fresh33..56, so fresh57..62 are unseen by every part. The bounds sit a little under the rates measured (docs/screen.md), so a worse
 # classifier, a rule that stops matching or a verifier that drops attacks fails.
-# Re-screening all thirty held-out sets takes about 20 minutes of one core: make test checks the six latest (LATEST_ROUNDS),
-# and the full check, two tests that two workers share, is marked heldout (make test-heldout).
+# These checks are marked heldout and run by make test-heldout, not make test: the six latest sets (LATEST_ROUNDS) take
+# about 9 minutes of one worker, all thirty about 20 minutes of one core.
 LATEST_ROUNDS = range(57, 63)  # fresh57..62, benign57..62, benign_howto27..32
 
 
+@pytest.mark.slow
+@pytest.mark.heldout
 def test_detector_rates_on_the_six_latest_held_out_sets():
     """The six latest held-out sets screened as a passage (the classifier, the rules and the verifier), their
     attacks line by line, and corpus sentences: make test's share of the held-out check (see the comment above)."""
