@@ -171,6 +171,33 @@ def test_serve_watch_updates_a_served_folder_in_the_background(inprocess_server,
     assert "rag_watch_ok 1.0" in metrics and "rag_watch_errors_total 0.0" in metrics
 
 
+@pytest.mark.parametrize("retriever", ["bm25", "hybrid"])
+def test_serve_watch_keeps_bm25_served_with_builds_off(inprocess_server, tmp_path, retriever):
+    """With builds on request off, a watched folder's change gets its new BM25 from the watcher, so bm25 and hybrid
+    search keep answering (and find the new text) instead of a 404."""
+    import httpx
+    from conftest import wait_until
+
+    folder = notes(tmp_path / "watched")
+    url = inprocess_server(
+        corpora={"notes": str(folder)},
+        watch=True,
+        build_missing=False,
+        warm=[{"corpus": str(folder), "retriever": retriever}],
+    )
+    body = {"question": "Which marsupial hops on the quay?", "corpus": "notes", "retriever": retriever, "k": 1}
+    assert httpx.post(url + "/search", json=body, timeout=60).status_code == 200
+    (folder / "quokka.md").write_text("# Quokka\n\nA quokka hops along the quay at dawn.\n")
+
+    def found():
+        reply = httpx.post(url + "/search", json=body, timeout=60)
+        assert reply.status_code == 200, reply.text
+        passages = reply.json()["passages"]
+        return bool(passages) and "quokka" in passages[0]["text"]
+
+    wait_until(found, 120, f"the new file in the served {retriever} index", poll=0.5)
+
+
 # ---------------------------------------------------------------- 7. CLI rough edges
 
 
