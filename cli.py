@@ -24,7 +24,7 @@ from rag.config import RagWarning, runtime_environment
 
 runtime_environment()  # before torch or faiss start their thread pools
 
-from rag.commands import advise, agent, bench, corpus, evaluate, index, lm, reader, scale, search, serve  # noqa: E402
+from rag.commands import advise, agent, bench, corpus, evaluate, index, lm, scale, search, serve, train  # noqa: E402
 from rag.commands.common import err_console, safe, warn  # noqa: E402
 
 
@@ -137,18 +137,18 @@ app.add_typer(lm.app, name="lm")
 eval_app = typer.Typer(help="Evaluations: retrieval quality and cost against d, and the agent.", no_args_is_help=True)
 eval_app.command("retrieval")(evaluate.retrieval)
 eval_app.command("agent")(agent.eval_agent)
-eval_app.command("answers")(reader.eval_answers)
+eval_app.command("answers")(evaluate.eval_answers)
 app.add_typer(eval_app, name="eval")
 
 train_app = typer.Typer(
     help="Training: the learned span reader, the injection screen and its verifier, and the multi-hop decision.",
     no_args_is_help=True,
 )
-train_app.command("reader")(reader.train_reader)
-train_app.command("screen")(reader.train_screen)
-train_app.command("screen-verifier")(reader.train_screen_verifier)
-train_app.command("hop")(reader.train_hop)
-train_app.command("sentences")(reader.train_sentences)
+train_app.command("reader")(train.train_reader)
+train_app.command("screen")(train.train_screen)
+train_app.command("screen-verifier")(train.train_screen_verifier)
+train_app.command("hop")(train.train_hop)
+train_app.command("sentences")(train.train_sentences)
 app.add_typer(train_app, name="train")
 
 bench_app = typer.Typer(

@@ -1,4 +1,5 @@
-"""`rag eval ...`: evaluations. This module holds `retrieval` (quality, latency and size against d)."""
+"""`rag eval ...`: evaluations. `retrieval` (quality, latency and size against d) and `answers` (what the answers
+say: SQuAD, HotpotQA, the built-in question sets); `rag eval agent` is in rag.commands.agent."""
 
 from __future__ import annotations
 
@@ -8,10 +9,20 @@ from typing import Optional
 
 import typer
 
+from rag.agent.settings import DEFAULT_AGENT, AgentSettings
 from rag.commands.common import console, err_console, handle_errors, print_json, progress_bars, safe
-from rag.commands.options import BackendOpt, FusionOpt, choices_help
+from rag.commands.options import (
+    BackendOpt,
+    DimOpt,
+    EncoderOpt,
+    FusionOpt,
+    IndexOpt,
+    ReduceOpt,
+    RetrieverOpt,
+    choices_help,
+)
 from rag.index.kinds import INDEX_KINDS
-from rag.retrieve import RETRIEVERS
+from rag.retrieve import RETRIEVERS, RetrievalSettings
 from rag.studies.grid_spec import (
     DEFAULT_ANN_REDUCERS,
     DEFAULT_DIMS,
@@ -213,3 +224,88 @@ def _print_summary(console, result: dict, paths: dict) -> None:
     console.print(
         f"{len(rows)} rows in {result['elapsed_s']:.0f} s; wrote {paths['report.md'].parent}/ ({', '.join(paths)})"
     )
+
+
+DEFAULTS = RetrievalSettings()
+
+
+def eval_answers(
+    part: list[str] = typer.Option(
+        None, help="squad-reading, squad-open, hotpotqa, builtin (repeat for several; default all)."
+    ),
+    llm: list[str] = typer.Option([DEFAULT_AGENT.llm], help="Backend(s) to evaluate; repeat for several."),
+    compare_no_reader: bool = typer.Option(
+        False, "--compare-no-reader", help="Also run the extractive backend without the reader (today's answers)."
+    ),
+    squad_limit: int = typer.Option(300, help="SQuAD questions (from the last 8 articles)."),
+    hotpot_limit: int = typer.Option(None, help="HotpotQA held-out questions (default: all 200)."),
+    seed: Path = typer.Option(
+        None, help="Question set for the built-in corpus (default evalsets/seed_questions.jsonl)."
+    ),
+    encoder: EncoderOpt = DEFAULTS.encoder,
+    dim: DimOpt = DEFAULTS.dim,
+    index: IndexOpt = DEFAULTS.index,
+    reduce: ReduceOpt = DEFAULTS.reduce,
+    retriever: RetrieverOpt = DEFAULTS.retriever,
+    max_steps: int = typer.Option(DEFAULT_AGENT.max_steps, "--max-steps", help="Most retrieval rounds."),
+    hop_threshold: float = typer.Option(
+        None, help="Multi-hop probability at which a planned second hop runs (default: the trained one)."
+    ),
+    threads: int = typer.Option(1, help="torch CPU threads."),
+    out: Path = typer.Option(Path("results/answers"), "--out", help="Folder for results.json and report.md."),
+):
+    """Answer EM/F1 (SQuAD reading and open-domain, HotpotQA), key facts and citations (built-in corpus)."""
+    _eval_answers(
+        part,
+        llm,
+        compare_no_reader,
+        squad_limit,
+        hotpot_limit,
+        seed,
+        (encoder, dim, index, reduce, retriever),
+        max_steps,
+        hop_threshold,
+        threads,
+        out,
+    )
+
+
+@handle_errors
+def _eval_answers(
+    parts, llm, compare, squad_limit, hotpot_limit, seed, options, max_steps, hop_threshold, threads, out
+):
+    from rich.table import Table
+
+    from rag.studies.answer_eval import COLUMNS, PARTS, evaluate_answers
+
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    encoder, dim, index, reduce, retriever = options
+    settings = RetrievalSettings(encoder=encoder, dim=dim, index=index, reduce=reduce, retriever=retriever)
+    agent = AgentSettings(max_steps=max_steps, hop_threshold=hop_threshold).validated()
+    with progress_bars() as progress:
+        result = evaluate_answers(
+            tuple(parts or PARTS),
+            llms=tuple(llm),
+            settings=settings,
+            agent=agent,
+            squad_limit=squad_limit,
+            hotpot_limit=hotpot_limit,
+            seed_file=seed,
+            compare_no_reader=compare,
+            out=out,
+            progress=progress,
+        )
+    for name, systems in result["parts"].items():
+        cols = COLUMNS[name]
+        table = Table(title=name)
+        table.add_column("system", no_wrap=True)
+        table.add_column("n", justify="right")
+        for c in cols:
+            table.add_column(c, justify="right")
+        for s in systems:
+            table.add_row(s["system"], str(s["n"]), *("-" if s.get(c) is None else f"{s[c]:g}" for c in cols))
+        console.print(table)
+    console.print(f"[dim]wrote {out}/results.json, per_query.jsonl, report.md[/]")
