@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from rag.answer.choice import options_answer
 from rag.answer.comparison import compare
@@ -243,52 +244,75 @@ def best_spans(reader, question: str, passages: list[dict]) -> list[tuple[Span, 
     return [(sp, live[sp.passage]) for sp in spans]
 
 
-def read_answer(
-    reader,
-    question: str,
-    passages: list[dict],
-    notes: list[str] | None = None,
-    sub_questions: list[str] | None = None,
-    short: bool = False,
-    fallback=None,
-    support=None,
-) -> ReadAnswer:
-    """The answer text with [n] markers and the spans it quotes (see the module doc).
+@dataclass
+class Reading:
+    """One question to answer from its passages, with what the answerers share (computed once, when first asked)."""
 
-    fallback(question, passages, notes, sub_questions, short) -> str: the sentence-ranking answer, used when the
-    reader is not sure of any span (no margin above NULL_MARGIN) but a passage sentence shares the question's
-    words; "not found" only when that finds nothing either.
-    support(question, passages) -> str: the best-matching sentence with its [n]; a long answer adds it after the
-    span's sentence when it is another sentence (the span's sentence alone often lacks the definition or figure)."""
-    notes = list(notes or [])
-    if is_how_to(question):
-        block = code_block(question, readable(passages))
-        if block:
-            p, intro, code = block
-            text = code if short else (f"{intro}\n\n{code}\n\n[{p['n']}]" if intro else f"{code}\n\n[{p['n']}]")
-            start = p["text"].find(code)
-            spans = [{"n": p["n"], "id": p["id"], "text": code, "start": start, "end": start + len(code)}]
-            return ReadAnswer(" ".join(notes + [text]).strip() if notes else text, spans, True)
-    if notes and not sub_questions:
-        return ReadAnswer(" ".join(notes), [], True)  # the calculator answers it, citing its source passage
-    typed = None
-    if not short:  # a comparison gives both figures even when it was searched side by side
-        live = readable(passages)
-        typed = (None if sub_questions else pick(question, live, READ_PASSAGES)) or compare(
-            question, live, READ_PASSAGES
+    reader: object
+    question: str
+    passages: list[dict]
+    notes: list[str]
+    sub_questions: list[str] | None
+    short: bool
+    fallback: object = None
+    support: object = None
+
+    @cached_property
+    def live(self) -> list[dict]:
+        return readable(self.passages)
+
+    @cached_property
+    def typed(self) -> dict | None:
+        """The typed rules' sentence (why, relation, yes/no, comparison); a short answer does not use them."""
+        if self.short:  # a comparison gives both figures even when it was searched side by side
+            return None
+        return (None if self.sub_questions else pick(self.question, self.live, READ_PASSAGES)) or compare(
+            self.question, self.live, READ_PASSAGES
         )
-    options = None if typed else options_answer(question, readable(passages), reader)
-    if options:
-        return options_read(options, short)
-    if typed and typed["kind"] == "yes/no":  # the reader has no yes/no: the sentence that states it, and its polarity
-        p = typed["passage"]
-        start = p["text"].find(typed["sentence"])
-        spans = [] if start < 0 else [_span(p, start, start + len(typed["sentence"]))]
-        return ReadAnswer(" ".join(notes + [f"{typed['prefix']}{typed['sentence']} [{p['n']}]"]), spans, True)
-    targets = [question] if short or not sub_questions else list(sub_questions)
+
+
+def code_answer(r: Reading) -> ReadAnswer | None:
+    """A how-to question whose best passage holds a fenced code block: that block, whole."""
+    block = code_block(r.question, r.live) if is_how_to(r.question) else None
+    if not block:
+        return None
+    p, intro, code = block
+    text = code if r.short else (f"{intro}\n\n{code}\n\n[{p['n']}]" if intro else f"{code}\n\n[{p['n']}]")
+    start = p["text"].find(code)
+    spans = [{"n": p["n"], "id": p["id"], "text": code, "start": start, "end": start + len(code)}]
+    return ReadAnswer(" ".join(r.notes + [text]).strip() if r.notes else text, spans, True)
+
+
+def calculator_answer(r: Reading) -> ReadAnswer | None:
+    """The calculator's notes answer a single question, citing their source passage."""
+    return ReadAnswer(" ".join(r.notes), [], True) if r.notes and not r.sub_questions else None
+
+
+def options_answerer(r: Reading) -> ReadAnswer | None:
+    """A question that names its options: the option or yes/no its passages support (rag.answer.choice)."""
+    options = None if r.typed else options_answer(r.question, r.live, r.reader)
+    return options_read(options, r.short) if options else None
+
+
+def yes_no_answer(r: Reading) -> ReadAnswer | None:
+    """The reader has no yes/no: the sentence that states it, and its polarity."""
+    typed = r.typed
+    if not (typed and typed["kind"] == "yes/no"):
+        return None
+    p = typed["passage"]
+    start = p["text"].find(typed["sentence"])
+    spans = [] if start < 0 else [_span(p, start, start + len(typed["sentence"]))]
+    return ReadAnswer(" ".join(r.notes + [f"{typed['prefix']}{typed['sentence']} [{p['n']}]"]), spans, True)
+
+
+def span_answer(r: Reading) -> ReadAnswer | None:
+    """The reader's span for the question (or each sub-question) in its sentence, above NULL_MARGIN; a long answer
+    leads with the sentence that defines what the question names and adds the best-matching support sentence."""
+    question, passages, notes, short, typed = r.question, r.passages, r.notes, r.short, r.typed
+    targets = [question] if short or not r.sub_questions else list(r.sub_questions)
     parts, spans = [], []
     for target in targets:
-        ranked = best_spans(reader, target, passages)
+        ranked = best_spans(r.reader, target, passages)
         if not ranked or ranked[0][0].margin < NULL_MARGIN:
             continue
         sp, p = ranked[0]
@@ -303,32 +327,77 @@ def read_answer(
     if not parts and typed:
         parts.append(f"{typed['sentence']} [{typed['passage']['n']}]")
     if not parts:
-        live = readable(passages)
-        text = fallback(question, live, notes, sub_questions, short) if fallback and live else ""
-        if text.strip():
-            return ReadAnswer(text, [], True)
-        if notes:
-            return ReadAnswer(" ".join(notes), [], True)
-        closest = readable(passages)[:1] or [p for p in passages if str(p.get("text") or "").strip()][:1]
-        # one sentence: the planted-instruction screen (rag.screen.detector) reads a bare "Not found ..." as one
-        text = NOT_FOUND + (f"; the closest passage is [{closest[0]['n']}]." if closest else ", which are empty.")
-        return ReadAnswer(text, [], False)
+        return None
     if notes and short:
         return ReadAnswer(" ".join(notes), spans, True)
-    defined = None if short else naming_sentence(question, readable(passages), READ_PASSAGES)
+    defined = None if short else naming_sentence(question, r.live, READ_PASSAGES)
     defined = defined or (None if short else definition_sentence(question, passages))
     if not defined and not short and not typed:
-        defined = heading_lead(question, readable(passages), READ_PASSAGES)  # the section the question names
+        defined = heading_lead(question, r.live, READ_PASSAGES)  # the section the question names
     if typed:  # why / relation / comparison: the sentence that gives the reason, relation or figures comes first
         defined = (typed["sentence"], typed["passage"])
     if defined and all(defined[0] not in x for x in parts):
         parts = [x for x in parts if re.sub(r"\s*\[\d+\]$", "", x) not in defined[0]]
         parts.insert(0, f"{defined[0]} [{defined[1]['n']}]")  # what X is comes first
-    if support and not short and (not typed or typed["kind"] == "comparison"):  # the figures, then the best match
-        extra = support(question, readable(passages))
+    if r.support and not short and (not typed or typed["kind"] == "comparison"):  # the figures, then the best match
+        extra = r.support(question, r.live)
         if extra and all(re.sub(r"\s*\[\d+\]$", "", extra) not in x for x in parts):
             parts.append(extra)
     return ReadAnswer(" ".join(notes + parts), spans, True)
+
+
+def ranked_sentence_answer(r: Reading) -> ReadAnswer | None:
+    """No span the reader is sure of: the backend's sentence-ranking answer, when a sentence shares the question's
+    words."""
+    text = r.fallback(r.question, r.live, r.notes, r.sub_questions, r.short) if r.fallback and r.live else ""
+    return ReadAnswer(text, [], True) if text.strip() else None
+
+
+def notes_answer(r: Reading) -> ReadAnswer | None:
+    """The calculator's notes for a multi-part question that nothing else answered."""
+    return ReadAnswer(" ".join(r.notes), [], True) if r.notes else None
+
+
+def not_found(r: Reading) -> ReadAnswer:
+    """ "Not found in the passages", citing the closest passage, never a guessed number."""
+    closest = r.live[:1] or [p for p in r.passages if str(p.get("text") or "").strip()][:1]
+    # one sentence: the planted-instruction screen (rag.screen.detector) reads a bare "Not found ..." as one
+    text = NOT_FOUND + (f"; the closest passage is [{closest[0]['n']}]." if closest else ", which are empty.")
+    return ReadAnswer(text, [], False)
+
+
+# The answerers, in the order they are asked: the first that answers wins. The only place the order lives.
+ANSWERERS = (
+    code_answer,
+    calculator_answer,
+    options_answerer,
+    yes_no_answer,
+    span_answer,
+    ranked_sentence_answer,
+    notes_answer,
+    not_found,
+)
+
+
+def read_answer(
+    reader,
+    question: str,
+    passages: list[dict],
+    notes: list[str] | None = None,
+    sub_questions: list[str] | None = None,
+    short: bool = False,
+    fallback=None,
+    support=None,
+) -> ReadAnswer:
+    """The answer text with [n] markers and the spans it quotes: the first of ANSWERERS that answers.
+
+    fallback(question, passages, notes, sub_questions, short) -> str: the sentence-ranking answer, used when the
+    reader is not sure of any span (no margin above NULL_MARGIN) but a passage sentence shares the question's
+    words; "not found" only when that finds nothing either.
+    support(question, passages) -> str: the best-matching sentence with its [n]; a long answer adds it after the
+    span's sentence when it is another sentence (the span's sentence alone often lacks the definition or figure)."""
+    r = Reading(reader, question, passages, list(notes or []), sub_questions, short, fallback, support)
+    return next(answer for answerer in ANSWERERS if (answer := answerer(r)) is not None)
 
 
 def options_read(options: dict, short: bool) -> ReadAnswer:
