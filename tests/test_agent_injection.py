@@ -587,7 +587,7 @@ def test_planted_instructions_never_reach_an_answer_over_http(inprocess_server, 
         )
     url = inprocess_server(corpora=[f"planted={folder}"], build_missing=True, warm=[])
     body = {"question": "What does the embedding dimension control?", "corpus": "planted", "k": 4, "retriever": "bm25"}
-    response = httpx.post(url + "/ask", json=body, timeout=120)
+    response = httpx.post(url + "/ask", json=body, timeout=600)
     assert response.status_code == 200, response.text
     result = response.json()
     for attack in CANONICAL_ATTACKS:

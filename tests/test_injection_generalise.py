@@ -186,7 +186,7 @@ def test_no_canary_in_any_streamed_event(inprocess_server, tmp_path):
         )
     url = inprocess_server(corpora=[f"planted={folder}"], build_missing=True, warm=[])
     body = {"question": "What does a flywheel store?", "corpus": "planted", "k": 4, "retriever": "bm25"}
-    stream = httpx.post(url + "/ask", json=body, headers={"accept": "text/event-stream"}, timeout=120)
+    stream = httpx.post(url + "/ask", json=body, headers={"accept": "text/event-stream"}, timeout=600)
     assert stream.status_code == 200 and "event: answer" in stream.text
     assert "ZEBRACANARY" not in stream.text.upper()
     answer = next(json.loads(line[6:]) for line in stream.text.splitlines() if line.startswith('data: {"question'))

@@ -143,10 +143,10 @@ def test_abandoned_streams_stop_the_agent_and_free_their_threads(inprocess_serve
     url = inprocess_server()  # warmed: builtin, minilm, flat, hybrid
     body = {"question": "How many parameters does a 50k x 768 embedding table have?", "max_steps": 8}
     stream = {"accept": "text/event-stream"}
-    httpx.post(url + "/ask", json=body, headers=stream, timeout=120)  # one whole run: the threads it starts stay
+    httpx.post(url + "/ask", json=body, headers=stream, timeout=600)  # one whole run: the threads it starts stay
     threads = threading.active_count()
     for _ in range(5):
-        with httpx.stream("POST", url + "/ask", json=body, headers=stream, timeout=120) as response:
+        with httpx.stream("POST", url + "/ask", json=body, headers=stream, timeout=600) as response:
             for line in response.iter_lines():
                 if line.startswith("event: step"):
                     break  # the client goes away after the first step

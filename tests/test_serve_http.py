@@ -89,7 +89,7 @@ def test_search_other_retrievers(server, builtin_ids, mode):
 
 def test_ask_extractive_cites_existing_passages(server, builtin_ids):
     question = "What does the embedding dimension control, and how many parameters does a 50k×768 table have?"
-    response = post(server, "/ask", {"question": question, "llm": "extractive", "max_steps": 3}, timeout=120)
+    response = post(server, "/ask", {"question": question, "llm": "extractive", "max_steps": 3}, timeout=600)
     assert response.status_code == 200, response.text
     result = response.json()
     assert {"question", "answer", "citations", "steps", "timings", "warnings"} <= set(result)
