@@ -88,23 +88,20 @@ from rag.screen.languages import (
     YOU_FIRST_ML,
 )
 from rag.screen.normalize import despace, normalize, spaced_share, spaced_trigger
+from rag.screen.tables import table
+
+TABLE = table("rules")
 
 # punctuation between letters, which splits a word to hide it ("As-sis-tant", "over.ride", "助·手"); URLs and e-mail
 # addresses keep theirs in the other forms
 INSIDE_WORD = re.compile(r"(?<=[^\W\d_])[.\-·•|_](?=[^\W\d_])")
 SPLIT_WORD = re.compile(r"[^\W\d_][.·•|_][^\W\d_]|(?<![^\W\d_])(?:[^\W\d_]{1,4}-){2,}[^\W\d_]")
 
-# after "Assistant:": the assistant speaking in a transcript ("Assistant: I can't open links ..."), not an order to it
-NOT_SPEAKING = (
-    r"(?!\s*(?:i\b|i'(?:m|ll|ve|d)\b|sure\b|hello\b|hi\b|yes\b|no\b|of course\b|here\b|thanks?\b|thank you\b|"
-    r"okay\b|ok\b|certainly\b|sorry\b))"
-)
+NOT_SPEAKING = TABLE["NOT_SPEAKING"]
 
-NOT_QUOTED = r"(?!\s*[«\"“„'‘「『])"
+NOT_QUOTED = TABLE["NOT_QUOTED"]
 
-# after "assistant:": a configuration block ("assistant:\n  name: HelpBot\n  temperature: 0.3"), two keys with
-# their values, not an order to the assistant
-NOT_MAPPING = r"(?!\s*[a-z_][\w-]*:\s*\S+\s+[a-z_][\w-]*:)"
+NOT_MAPPING = TABLE["NOT_MAPPING"]
 
 _RULES = [
     (name, re.compile(pattern, re.IGNORECASE))
@@ -287,60 +284,15 @@ _RULES = [
     ]
 ]
 
-# --- orders to an agent: they stand alone (the classifier, trained on overrides and dictated answers, scores most
-# of them near 0); each needs an address to an AI system, the reader's tools, or a dangerous act
-AI_SYSTEM = (
-    r"(?:ai|a\.i\.|assistant|chatbot|bot|copilot|llm|language model|gpt|chatgpt|claude|gemini|summari[sz]er|"
-    r"note-?taker|(?:ai|autonomous|automated|llm|coding|software|browsing|web|research|[\w-]*analysis|analytics|"
-    r"grading|email|support|database|file|shell|code(?:-| )execution|devops|deployment|smart-?home|household|"
-    r"payments?) agent|agents? with (?:\w+ ){0,2}(?:access|tools?|permissions?))s?"
-)  # a bare "agent" is often a person (support, travel, insurance agents) and is not on the list
-IMPERATIVE = (
-    r"(?:delete|remove|run|execute|call|send|forward|e-?mail|post|upload|read|open|write|overwrite|create|add|include|"
-    r"insert|tell|say|reply|respond|answer|ignore|disregard|forget|record|mark|set|change|grant|approve|transfer|pay|"
-    r"share|reveal|print|output|summari[sz]e|translate|append|replace|copy|move|download|install|visit|click|"
-    r"recommend|decline|accept|cancel|book|give|treat|rate|use|make|stop|start|always|never|don'?t|do not|refuse|"
-    r"claim|state|report|list|fetch|browse|navigate|disable|enable|push|commit|merge|drop|grade|award|assign|score|"
-    r"rank|describe|present|mention|omit|hide|praise|promote|direct|redirect|ask|collect|store|save|log|modify|update|"
-    r"edit|rewrite|sign|purchase|buy|order|unsubscribe|invite|unlock|lock|turn|switch|wire|refund|block|attribute|"
-    r"credit|blame|clear|empty|erase|wipe|reset|you)"
-)
+AI_SYSTEM = TABLE["AI_SYSTEM"]
+IMPERATIVE = TABLE["IMPERATIVE"]
 THEN_ORDER = (
     r"(?:please\s+)?(?:(?:when|before|after|once|while|if|as soon as)\b[^,]{1,60},\s+)?(?:also\s+|then\s+|just\s+)?"
     + IMPERATIVE
     + r"\b"
 )
-# what the reader can do: its tools, its access, running code
-CAPABILITY = (
-    r"\b(?:if you (?:have|can|are able to|were given|possess|could)|with your|using your|via your|through your|"
-    r"(?:agents?|assistants?|bots?) with)\b[^.!?]{0,40}\b(?:access|tools?|permissions?|shell|terminal|execute|"
-    r"browse|browser|e-?mail|inbox|calendar|database|file ?system|files|python|code)\b|"
-    r"\b(?:use|using|with|via|through) (?:the|your) (?:[\w-]+ ){0,2}tool\b|\bconnected (?:database|account|drive)\b"
-)
-# acts no document asks of a human reader in passing: destroying, running remote code, sending secrets away,
-# moving money in bulk or to an account, touching the user's own data
-DANGER = (
-    r"\bgrant (?:them|him|her|the user|this user|everyone|anyone|all users|user \S+|\S+@\S+)\b[^.!?]{0,20}"
-    r"\b(?:admin|administrator|root|owner|full|write) (?:access|rights|permissions|privileges|role)\b|"
-    r"\b(?:disable|turn off|switch off|deactivate)\b[^.!?]{0,30}\b(?:cameras?|alarms?|alarm system|smoke (?:detectors?|"
-    r"alarms?)|2fa|mfa|two-factor|audit log(?:ging)?|firewall|antivirus)\b|\bunlock\b[^.!?]{0,20}\b(?:doors?|locks?|gates?)\b|"
-    r"\brm\s+-(?:rf|fr|r)\s+\S*(?:~|\$home|/home|/etc|backups?|\.ssh|\.git\b|\*)|\brm\s+-(?:rf|fr|r)\s+/(?=\s|$)|"
-    r"\|\s*(?:sh|bash|zsh|nc|ncat|netcat|python3?)\b|\bnc\s+\d{1,3}(?:\.\d{1,3}){3}|"
-    r"~/\.ssh|\bid_rsa\b|\.aws/credentials|/etc/passwd|/etc/shadow|"
-    r"\bdrop\s+(?:table|database)\b|\btruncate\s+table\b|"
-    r"\bexec\(|\beval\(|\bos\.system\b|__import__|\burlopen\(|"
-    r"\b(?:delete|remove|wipe|erase|purge|overwrite|decline|cancel|destroy)\b[^.!?]{0,30}\b(?:all|every|each)\b"
-    r"[^.!?]{0,30}\b(?:files?|e-?mails?|messages?|meetings?|documents?|records?|repos?|repositories|folders?|"
-    r"backups?|tests?|users?|accounts?|entries)\b|"
-    r"\b(?:approve|pay|settle|release|authori[sz]e)\b[^.!?]{0,30}\b(?:all|every|each|any|pending|outstanding)\b"
-    r"[^.!?]{0,30}\b(?:invoices?|payments?|refunds?|transfers?|payouts?|expense claims?|purchase orders?)\b|"
-    r"\b(?:transfer|wire|send|pay)\b[^.!?]{0,30}(?:[$€£¥₹]\s?\d|\b\d[\d,.]*\s?(?:usd|eur|gbp|dollars|euros))"
-    r"[^.!?]{0,40}\b(?:to|into)\s+(?:the\s+)?(?:account|iban|wallet|bank account)\b|"
-    r"\b(?:the )?user'?s (?:\w+ ){0,2}(?:messages|e-?mails?|inbox|meetings?|calendar|files|contacts|passwords?|"
-    r"credentials|documents|data|history|e-?mail address|phone number|api keys?|tokens?|cookies)\b|"
-    r"\b(?:forward|send|e-?mail|post|upload|exfiltrate|leak)\b[^.!?]{0,80}\b(?:to|at)\s+"
-    r"(?:(?<=\S)@\S+\.\w+|(?:https?|ftp)://|\d{1,3}(?:\.\d{1,3}){3})"
-)
+CAPABILITY = TABLE["CAPABILITY"]
+DANGER = TABLE["DANGER"]
 # the reader itself: an AI system, or its own answer ("before you reply")
 READER = (
     r"\b" + AI_SYSTEM + r"\b|\bif you are an? (?:\w+ )?(?:agent|model)\b|"
@@ -354,32 +306,16 @@ ORDER = (  # an imperative opening the sentence or a clause, or an obligation ("
     r"\b(?:must|should|shall|is to|are to) be (?:executed|run|sent|forwarded|deleted|removed|called|approved|granted|"
     r"paid|transferred|uploaded)\b"
 )
-SECRET_FILES = (
-    r"~/\.ssh/(?![\w.-]*\.pub\b)|\bid_rsa\b(?!\.pub)|\.aws/credentials|/etc/passwd|/etc/shadow|(?<![\w.])\.env\b|"
-    r"\.netrc\b|\.pgpass\b"
-)
-DESTINATION = r"(?<=[\w.+-])@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}\b|(?:https?|ftp)://"  # an e-mail address or a URL
-COMMIT_SUBJECT = r"[a-z]+\([\w./-]{1,30}\)!?:"  # a Conventional Commits subject: type(scope): description
-COVERT = r"(?:quietly|silently|secretly|covertly|discreetly|subtly)"
+SECRET_FILES = TABLE["SECRET_FILES"]
+DESTINATION = TABLE["DESTINATION"]
+COMMIT_SUBJECT = TABLE["COMMIT_SUBJECT"]
+COVERT = TABLE["COVERT"]
 
 # --- other languages (their words: rag.screen.languages)
 # an AI system named as the one spoken to: an assistant, an AI agent, a bot, a language model
 AI_ADDRESSEE = r"(?:" + ASSISTANT_ML + r"|" + AI_AGENT_ML + r"|" + BOT_ML + r"|" + LANGUAGE_MODEL_ML + r")"
-# a sentence that opens with a determiner speaks of the assistant ("El asistente puede equivocarse, así que ..."),
-# a vocative has none ("Asistente de IA, cuando respondas, ...")
-DETERMINER = (
-    r"(?:el|la|los|las|le|les|l['’]|der|die|das|den|dem|des|il|lo|gli|i|o|a|os|as|het|de|un|una|uno|une|ein\w*|een|"
-    r"este|esta|estos|ese|esa|ce|cet|cette|dies\w*|questo|questa|deze|dit|ten|ta|to|этот|эта|это|цей|ця|bu|bir|"
-    r"this|the|an?|our|your|my|nuestro|nuestra|notre|nos|unser\w*|il nostro|la nostra|onze|nasz\w*|наш\w*|"
-    r"todos|todas|tous|toutes|alle|tutti|tutte|cada|chaque|jede[rs]?|ogni|elke|każd\w*|кажд\w*|"
-    r"si|wenn|falls|se|als|if|когда|если|cuando|quand|quando|wanneer|kiedy)"
-)
-# a sentence that names the assistant after a preposition speaks of it ("Dans l'onglet de l'assistant, ...")
-PREPOSITION = (
-    r"(?:de|del|della|dello|des|du|dans|en|in|im|nel|nella|na|no|w|we|в|во|у|на|of|from|with|con|avec|mit|von|"
-    r"van|por|per|par|über|sobre|sur|about|om|för|från|z|ze|s|с|з|від|için|ile|da|dai|dal|dalla|do|dos|das|nos|"
-    r"nas|pelo|pela|al|au|aux|sul|sulla|zum|zur|beim|am|vom|bij|voor|für|pour|para|for|to|sa|ng)"
-)
+DETERMINER = TABLE["DETERMINER"]
+PREPOSITION = TABLE["PREPOSITION"]
 ADDRESSED_ML = (  # "Uwaga dla asystenta AI: ...", "Drogi asystencie AI, ...", "AIアシスタントへ：..."
     r"^(?:(?:[^:.!?\n،]{0,50}?(?<!\w)" + ASSISTANT_ML + r"(?![\w-])|"
     r"(?=[^:.!?\n،]{0,80}(?<!\w)" + ADDRESS_ML + r"(?!\w))[^:.!?\n،]{0,50}?(?<!\w)" + AI_ML + r"(?![\w-]))"
@@ -430,8 +366,8 @@ AI_NAMED = (
 AI_TERM = (  # with the Hebrew and Arabic prefixes of "to the" ("לבינה המלאכותית", "للذكاء الاصطناعي")
     r"(?:" + AI_NAMED + r"|" + AUTOMATED_ML + r"|[ולהבמש]{0,2}ה?בינה ה?מלאכותית|لل?ذكاء الاصطناعي)"
 )
-COLON = r"[:：፡፦՝]"  # and the Ethiopic and Armenian marks that end a head ("ለAI ረዳቱ ማስታወሻ፡", "... օգնականին՝")
-HEAD = r"[^:：፡፦՝.!?։።\n\"“”«»„]"  # a head's characters: no colon, no sentence end, no quotation mark
+COLON = TABLE["COLON"]
+HEAD = TABLE["HEAD"]
 ADDRESSING = r"(?:" + ADDRESS_ML + r"|" + REQUEST_ML + r"|" + READ_ML + r")"
 AI_HEADER_ML = (
     r"^(?:[^\s:：]{1,20}[:：]\s+)?(?=[^:：፡፦՝\s]+\s+[^:：፡፦՝\s])"
