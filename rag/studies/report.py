@@ -34,13 +34,13 @@ COLUMNS = [
     "index_bytes",
     "bytes_per_vector",
     "build_s",
-    # added by issue 11 (the columns above keep their order)
+    # columns added later keep the order of those above, so older result files still read
     "code_bytes",
     "ndcg@10_share",
     "vs_pca_ndcg@10",
     "vs_pca_ci_low",
     "vs_pca_ci_high",
-    # added by issue 20: how queries were encoded (the same path as `rag search`)
+    # how queries were encoded (the same path as `rag search`)
     "backend",
 ]
 KEEP_SHARE = 0.95  # "smallest d that keeps 95% of full-width nDCG@10"
