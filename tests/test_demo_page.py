@@ -424,3 +424,25 @@ def test_side_by_side_badges_never_wrap(site):
         "return getComputedStyle(b).whiteSpace;"
     )
     assert style == "nowrap"
+
+
+def test_a_server_of_folder_corpora_only_lets_the_page_ask(site, inprocess_server, tmp_path):
+    """With builds off and only a folder corpus served, Ask starts from a configuration the server serves (the
+    defaults name the built-in corpus, which it does not serve) and answers."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "gears.md").write_text("# Gears\n\nGears mesh with other gears to pass on rotation.\n")
+    url = inprocess_server(
+        corpora={"notes": str(folder)}, allow={"corpus": ["notes"]}, warm=[{"corpus": str(folder), "retriever": "bm25"}]
+    )
+    driver = site["driver"]
+    driver.get(url + "/?q=" + quote("What do gears mesh with?") + "#ask")
+    wait_until(lambda: driver.execute_script("return document.body.dataset.ready === '1'"), 30, "the pickers")
+    assert driver.find_element("id", "ask-corpus").get_attribute("value") == "notes"
+    assert driver.find_element("id", "ask-run").get_attribute("disabled") is None
+    driver.find_element("id", "ask-run").click()
+    wait_until(
+        lambda: driver.execute_script("return document.body.dataset.askState") in ("done", "error"), 180, "the answer"
+    )
+    assert driver.execute_script("return document.body.dataset.askState") == "done"
+    assert "gears" in driver.find_element("id", "ask-answer").text.lower()
