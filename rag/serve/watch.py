@@ -4,8 +4,9 @@ watchfiles (the Rust `notify` watcher behind uvicorn's --reload; inotify on Linu
 paths in debounced batches. For each folder corpus touched by a batch, every stored index of it is updated in this
 background thread (rag.index.update.update_indexes: only the changed passages are encoded) and swapped in the way a
 rebuild is: the pool sees the index symlink move and opens the new version on the next request, while requests in
-between are served by the old one. Open BM25-only retrievers of that corpus are dropped, so the next request reads
-the new text. Files are read under the same per-document budget as a build (rag.data.budget), in this thread, so a
+between are served by the old one. Where an open retriever of that corpus uses BM25 (bm25 or hybrid), the new text's
+BM25 is built too, so that the swapped-in version is served even when builds on request are off; open BM25-only
+retrievers of that corpus are dropped, so the next request reads the new text. Files are read under the same per-document budget as a build (rag.data.budget), in this thread, so a
 hostile file never stalls the event loop; any exception is counted in `Watcher.health()` and the loop goes on.
 """
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from rag.data.corpus import folder_warnings, load_corpus
 from rag.index.update import index_links, update_indexes
+from rag.retrieve.bm25 import BM25
 
 log = logging.getLogger("rag.serve")
 
@@ -37,8 +39,12 @@ def refresh(folder: str, pool) -> dict:
     corpus = load_corpus(folder)
     rows = update_indexes(corpus) if index_links(corpus.safe_name) else []
     with pool.lock:
-        for key, entry in list(pool.entries.items()):
-            if entry.link is None and entry.retriever.settings.corpus == folder:
+        entries = [(key, e) for key, e in pool.entries.items() if e.retriever.settings.corpus == folder]
+    if any(e.retriever.bm25 is not None for _, e in entries):
+        BM25(corpus.passages, cache_key=corpus.content_hash[:16])  # the new text's BM25, as an update encodes
+    with pool.lock:
+        for key, entry in entries:
+            if entry.link is None:
                 pool.entries.pop(key, None)
     return {"corpus": corpus.name, "indexes": rows, "warnings": folder_warnings(corpus)}
 
