@@ -190,3 +190,19 @@ def test_converge_report_finds_the_kn_crossings_and_draws_the_plot(cli, corpus, 
     (tmp_path / "kn_other.json").write_text(json.dumps(other))
     line = error_line(cli(["lm", "converge-report", "--results", out, "--kn", tmp_path / "kn_other.json"]))
     assert "not the same targets" in line
+
+
+def test_the_pruned_grid_summaries_in_docs_redraw_without_their_run_folders(tmp_path):
+    from pathlib import Path
+
+    from rag.lm.isoflop_fit import summarize
+
+    src = Path(__file__).resolve().parent.parent / "docs" / "lm" / "isoflop"
+    for name in ("isoflop.json", "grid.json", "baselines.json"):
+        shutil.copy(src / name, tmp_path / name)
+    old = json.loads((src / "isoflop.json").read_text())
+    new = json.loads(json.dumps(summarize(tmp_path)))
+    assert new["rows"] == old["rows"] and new["lr_check"] == old["lr_check"]
+    for budget, fit in old["fits"]["budgets"].items():
+        assert new["fits"]["budgets"][budget]["val"]["d_opt"] == pytest.approx(fit["val"]["d_opt"], rel=1e-9)
+    assert (tmp_path / "isoflop.png").exists() and (tmp_path / "runs.csv").exists()
