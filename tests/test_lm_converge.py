@@ -11,7 +11,7 @@ import torch
 
 from rag.config import RagError
 from rag.lm.checkpoint import read_curve
-from rag.lm.converge import ConvergeSettings, preset, run_convergence
+from rag.lm.converge import ConvergeSettings, preset, run_convergence, summarize_unfinished
 from rag.lm.model import GPT, GPTConfig
 from rag.lm.sweep import default_base
 from rag.lm.train import train
@@ -72,6 +72,12 @@ def test_a_killed_and_resumed_run_ends_exactly_where_an_uninterrupted_one_does(c
     with pytest.raises(Killed):
         run_convergence(base(corpus), [16], tmp_path / "cut", settings, progress=kill)
     assert not (tmp_path / "cut" / "d16" / "summary.json").exists()
+    partial = summarize_unfinished(tmp_path / "cut" / "d16")  # what a run still training has shown so far
+    seen = [p for p in whole["curve"] if p["tokens"] <= partial["curve"][-1]["tokens"]]
+    assert not partial["finished"] and partial["curve"] == seen and partial["peak_mem_bytes"] is None
+    assert (
+        partial["best_val_bpb"] == min(p["val_bpb"] for p in seen) and partial["eval_targets"] == whole["eval_targets"]
+    )
     resumed = run_convergence(base(corpus, resume=True), [16], tmp_path / "cut", settings)["summaries"][0]
     for key in ("best_val_bpb", "test_bpb", "test_ppl", "peak_epoch", "tokens_to_best", "flops_to_best", "curve"):
         assert resumed[key] == whole[key], key

@@ -391,12 +391,15 @@ def converge_report_cmd(
     results: str = typer.Option("docs/lm/converge", help="Folder of per-width summary files (d<D>.json)."),
     kn: str = typer.Option("docs/lm/kn_full_split.json", help="Whole-split Kneser-Ney figures (same targets, bytes)."),
     out: str = typer.Option(None, help="Where to write crossings.json and the plot (default: --results)."),
+    unfinished: bool = typer.Option(
+        False, "--unfinished", help="Also widths still training in --results (from their curves, marked so)."
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ):
     """Where each width first beats the Kneser-Ney 3- and 4-gram on the whole test split, and the FLOPs plot."""
     from rag.lm.converge_report import write_converge_report
 
-    report = write_converge_report(results, kn, out or results)
+    report = write_converge_report(results, kn, out or results, unfinished)
     if as_json:
         return print_json(report)
     for line in report["lines"]:

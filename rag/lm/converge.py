@@ -240,5 +240,74 @@ def summarize(result: dict, curve: list[dict], plan: dict) -> dict:
         "eval_targets": targets,
         "eval_bytes": nbytes,
         "whole_split": True,
+        "finished": True,
         "curve": points,
     }
+
+
+def summarize_unfinished(run: str | Path) -> dict:
+    """The figures of a width still training (or killed), from its curve: the best validation point so far and the
+    test score of those same weights (each validation point also scored the test split). Marked finished: False;
+    the peak memory is measured only at the end of a run, so it is None here."""
+    from rag.lm.baselines import eval_targets, token_bytes
+    from rag.lm.data import load_tokenizer, prepare
+    from rag.lm.model import GPTConfig, accounting
+
+    run = Path(run)
+    state = read_state(run)
+    config = read_json(run / "config.json", f"delete {run} to start it fresh")
+    if state is None:
+        raise RagError(f"{run} has no checkpoint yet; wait for its first validation")
+    mcfg = GPTConfig(**state["model"])
+    train_cfg = config["train"]
+    tok = prepare(train_cfg["corpus"], mcfg.vocab)
+    nb = token_bytes(load_tokenizer(run / "tokenizer.json"))
+    targets, nbytes = {}, {}
+    for split in ("valid", "test"):
+        pos = eval_targets(len(tok.ids[split]), mcfg.context, None)
+        targets[split], nbytes[split] = len(pos), int(nb[tok.ids[split][pos].astype("int64")].sum())
+    acc = accounting(mcfg)
+    tokens_per_step = train_cfg["batch"] * mcfg.context
+    result = {
+        "dim": mcfg.dim,
+        "layers": mcfg.layers,
+        "heads": mcfg.heads,
+        "vocab": mcfg.vocab,
+        "tied": mcfg.tie,
+        "params": acc["params"],
+        "embedding_params": acc["embedding_params"],
+        "lr": train_cfg["lr"] if train_cfg["lr"] is not None else 2e-3 * math.sqrt(128 / mcfg.dim),
+        "batch": train_cfg["batch"],
+        "context": mcfg.context,
+        "train_tokens_per_epoch": len(tok.ids["train"]),
+        "flops_per_token": acc["flops_per_token"],
+        "eval_tokens": targets,
+        "eval_bytes": nbytes,
+        "best_step": state.get("best_step"),
+        "steps": state["step"],
+        "tokens_seen": state["step"] * tokens_per_step,
+        "stopped_early_at": state.get("stopped_early_at"),
+        "epoch_s": round(len(tok.ids["train"]) / (state["step"] * tokens_per_step / max(1e-9, state["train_s"])), 1),
+        "tokens_per_s": round(state["step"] * tokens_per_step / max(1e-9, state["train_s"]), 1),
+        "train_s": round(state["train_s"], 1),
+        "peak_mem_bytes": None,
+        "device": state.get("runtime"),
+        "precision": None,
+    }
+    curve = [r for r in read_curve(run) if r["step"] <= state["step"]]
+    best = min((r for r in curve if "val_loss" in r), key=lambda r: r["val_loss"])
+    result.update(
+        val_ppl=round(math.exp(best["val_loss"]), 2),
+        test_ppl=round(math.exp(best["test_loss"]), 2),
+        val_bpb=round(best["val_loss"] * targets["valid"] / math.log(2) / nbytes["valid"], 4),
+        test_bpb=round(best["test_loss"] * targets["test"] / math.log(2) / nbytes["test"], 4),
+    )
+    plan = {
+        "max_epochs": train_cfg["epochs"],
+        "eval_every": train_cfg["eval_every"],
+        "patience": train_cfg["patience"],
+        "regularisation": {str(mcfg.dim): {"dropout": mcfg.dropout, "weight_decay": train_cfg["weight_decay"]}},
+    }
+    summary = summarize(result, curve, plan)
+    summary["finished"] = False
+    return summary

@@ -18,11 +18,21 @@ PLOT = "test_bpb_vs_flops.png"
 KN_STYLE = {"kn3": "--", "kn4": "-."}
 
 
-def load_summaries(folder: str | Path) -> list[dict]:
-    """The per-width summaries (d<D>.json, or d<D>/summary.json of a run folder), smallest d first."""
+def load_summaries(folder: str | Path, unfinished: bool = False) -> list[dict]:
+    """The per-width summaries (d<D>.json, or d<D>/summary.json of a run folder), smallest d first; with unfinished,
+    also run folders still training (summarised from their curve, marked finished: False)."""
+    from rag.lm.converge import summarize_unfinished
+
     folder = Path(folder)
     files = sorted(folder.glob("d*.json")) + sorted(folder.glob("d*/summary.json"))
-    if not files:
+    running = []
+    if unfinished:
+        running = [
+            summarize_unfinished(run)
+            for run in sorted(folder.glob("d*"))
+            if run.is_dir() and not (run / "summary.json").exists() and (run / "ckpt").exists()
+        ]
+    if not files and not running:
         raise RagError(
             f"no to-convergence summaries in {folder} (expected d<D>.json or d<D>/summary.json); "
             "run rag lm sweep --to-convergence first"
@@ -33,7 +43,7 @@ def load_summaries(folder: str | Path) -> list[dict]:
             rows.append(json.loads(f.read_text()))
         except ValueError as exc:
             raise RagError(f"{f} is not valid JSON ({exc}); restore it from git or rerun the width") from exc
-    return sorted(rows, key=lambda s: s["dim"])
+    return sorted(rows + running, key=lambda s: s["dim"])
 
 
 def load_kn(path: str | Path, summaries: list[dict]) -> dict:
@@ -113,6 +123,10 @@ def plot(summaries: list[dict], kn: dict, path: Path) -> Path:
     return path
 
 
+def fmt_mem(nbytes: int | None) -> str:
+    return "not measured (run unfinished)" if nbytes is None else f"{nbytes / 2**20:.0f} MiB"
+
+
 def table(summaries: list[dict], kn: dict) -> str:
     """The per-width table (whole validation and test splits), KN lines under it."""
     head = (
@@ -125,7 +139,7 @@ def table(summaries: list[dict], kn: dict) -> str:
         f"{s['dropout']:g} / {s['weight_decay']:g} | {s['best_val_ppl']:.1f} | {s['best_val_bpb']:.3f} | "
         f"{s['test_ppl']:.1f} | {s['test_bpb']:.3f} | {s['peak_epoch']:g} of {s['max_epochs']:g} | "
         f"{s['tokens_to_best'] / 1e6:.1f}M | {s['flops_to_best']:.2g} | {s['epoch_s']:.0f} | "
-        f"{s['peak_mem_bytes'] / 2**20:.0f} MiB |"
+        f"{fmt_mem(s['peak_mem_bytes'])} |"
         for s in summaries
     ]
     kn_rows = [
@@ -137,8 +151,8 @@ def table(summaries: list[dict], kn: dict) -> str:
     return head + "\n".join(rows + kn_rows) + "\n"
 
 
-def write_converge_report(results: str | Path, kn_path: str | Path, out: str | Path) -> dict:
-    summaries = load_summaries(results)
+def write_converge_report(results: str | Path, kn_path: str | Path, out: str | Path, unfinished: bool = False) -> dict:
+    summaries = load_summaries(results, unfinished)
     kn = load_kn(kn_path, summaries)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -156,6 +170,7 @@ def write_converge_report(results: str | Path, kn_path: str | Path, out: str | P
         "test_targets": kn["targets"]["test"],
         "test_bytes": kn["bytes"]["test"],
         "crossings": rows,
+        "unfinished": [s["dim"] for s in summaries if not s.get("finished", True)],
     }
     json_path = out / "crossings.json"
     json_path.write_text(json.dumps(data, indent=1) + "\n")
