@@ -154,10 +154,10 @@ def test_resume_from_a_checkpoint_of_another_width_or_vocabulary_is_refused(cli,
 
 def test_dropout_is_off_in_evaluation_and_free_at_zero():
     torch.manual_seed(0)
-    x = torch.randint(0, 50, (2, 8))
     plain = GPT(GPTConfig(vocab=50, dim=16, layers=1, heads=2, context=8))
-    torch.manual_seed(0)
+    torch.manual_seed(0)  # the same weights
     dropped = GPT(GPTConfig(vocab=50, dim=16, layers=1, heads=2, context=8, dropout=0.3))
+    x = torch.randint(0, 50, (2, 8))
     plain.train(), dropped.train()
     state = torch.get_rng_state()
     plain(x)
