@@ -112,7 +112,9 @@ def plot(summaries: list[dict], kn: dict, path: Path) -> Path:
     ax.set_xscale("log")
     ax.set_xlabel("training FLOPs")
     ax.set_ylabel("test bits per byte (whole split)")
-    ax.set_title("Test bits/byte vs training FLOPs (each width to convergence)", fontsize=10)
+    ax.set_title(
+        "Test bits/byte vs training FLOPs (each width until it stops improving or hits its epoch cap)", fontsize=9
+    )
     top = max(kn["models"]["kn3"]["test_bpb"] + 0.4, min(p["test_bpb"] for s in summaries for p in s["curve"]) + 0.1)
     ax.set_ylim(top=top)
     ax.grid(alpha=0.3)
