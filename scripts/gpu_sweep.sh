@@ -13,10 +13,15 @@
 #    at 1e15 FLOPs d=32 sees 376M tokens (212 epochs: the corpus repeats), d=128 63M (35 epochs), d=512 6.7M
 #    (3.8 epochs); at 1e14 d=128 sees 6.3M tokens (3.5 epochs). These budgets exceed what the corpus holds for small
 #    d: read the GPU iso-FLOP figures as multi-epoch results.
-# Writes OUT/sweep/{results.csv,results.json,report.md,*.png}, OUT/isoflop/{runs.csv,isoflop.json,summary.md,*.png}
-# and OUT/search_timings.{json,md}.
+# 0) To convergence (rag lm sweep --to-convergence), the command the CPU ran for d = 64 and 128, at d in CONV_DIMS
+#    (512, 1024) with the same settings: batch 16 x 128, the LR rule, the dropout/weight-decay preset per width,
+#    cosine over CONV_EPOCHS (12) epochs, whole-split validation (and test) every 0.5 epoch, patience 3, the best
+#    checkpoint scored on the whole test split. One summary per width: OUT/converge/d<D>/summary.json; copy them to
+#    docs/lm/converge/d<D>.json and run rag lm converge-report (CONV_DIMS=none skips this step).
+# Writes OUT/converge/d<D>/summary.json, OUT/sweep/{results.csv,results.json,report.md,*.png},
+# OUT/isoflop/{runs.csv,isoflop.json,summary.md,*.png} and OUT/search_timings.{json,md}.
 # Environment (the test suite uses these for a tiny CPU run so the script cannot rot):
-#   PYTHON, CORPUS, DIMS, EPOCHS, TOKENS (overrides EPOCHS), BATCH, EXTRA_ARGS, SEARCH_N, SEARCH_Q, SEARCH_DIMS,
+#   PYTHON, CORPUS, CONV_DIMS, CONV_EPOCHS, CONV_EXTRA, DIMS, EPOCHS, TOKENS (overrides EPOCHS), BATCH, EXTRA_ARGS, SEARCH_N, SEARCH_Q, SEARCH_DIMS,
 #   GRID_BUDGETS, GRID_DIMS, GRID_BATCH, GRID_PRECISION, GRID_EXTRA ("" skips nothing; GRID_BUDGETS=none skips the grid)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +35,15 @@ SEARCH_N=${SEARCH_N:-1000000}
 SEARCH_Q=${SEARCH_Q:-1024}
 SEARCH_DIMS=${SEARCH_DIMS:-128,256,384,512,768,1024}
 mkdir -p "$OUT"
+CONV_DIMS=${CONV_DIMS:-512,1024}
+if [ "$CONV_DIMS" != none ]; then
+  CONV_RESUME=(); [ -f "$OUT/converge/converge.json" ] && CONV_RESUME=(--resume)
+  # shellcheck disable=SC2086  # CONV_EXTRA is a list of options
+  "$PYTHON" -m rag.commands.lm sweep --to-convergence --corpus "$CORPUS" --dims "$CONV_DIMS" \
+    --max-epochs "${CONV_EPOCHS:-12}" --eval-every 0.5 --patience 3 --batch 16 --compile off \
+    "${CONV_RESUME[@]}" --out "$OUT/converge" ${CONV_EXTRA:-}
+fi
+
 if [ -n "${TOKENS:-}" ]; then BUDGET=(--tokens "$TOKENS"); else BUDGET=(--epochs "$EPOCHS"); fi
 RESUME=(); [ -f "$OUT/sweep/sweep.json" ] && RESUME=(--resume)
 

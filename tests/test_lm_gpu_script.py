@@ -19,6 +19,9 @@ def test_gpu_sweep_script_runs_tiny_on_cpu(tmp_path, wiki_slice):
         **os.environ,
         "PYTHON": sys.executable,
         "CORPUS": str(corpus),
+        "CONV_DIMS": "16",
+        "CONV_EPOCHS": "1",
+        "CONV_EXTRA": "--layers 1 --heads 2 --vocab 400 --context 32 --threads 1 --batch 8 --patience 1",
         "DIMS": "16,32",
         "TOKENS": str(10 * 8 * 32),
         "BATCH": "8",
@@ -45,6 +48,13 @@ def test_gpu_sweep_script_runs_tiny_on_cpu(tmp_path, wiki_slice):
     data = json.loads((out / "sweep" / "results.json").read_text())
     assert data["plan"]["budget"] == "tokens" and [r["tokens_seen"] for r in data["rows"]] == [10 * 8 * 32] * 2
     assert all(r["tied"] and r["pos"] == "learned" for r in data["rows"])
+    conv = json.loads((out / "converge" / "d16" / "summary.json").read_text())
+    assert (
+        conv["whole_split"]
+        and conv["max_epochs"] == 1
+        and conv["test_bpb"] > 0
+        and conv["curve"][-1]["epoch"] == pytest.approx(1, abs=0.02)
+    )
     timings = json.loads((out / "search_timings.json").read_text())
     assert {t["d"] for t in timings} == {16, 32} and all(t["ms_per_query"] > 0 for t in timings)
     assert (out / "sweep" / "compute_frontier.png").exists() and (out / "search_timings.md").exists()

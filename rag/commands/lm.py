@@ -260,12 +260,28 @@ def sweep_cmd(
     yes: bool = typer.Option(False, "--yes", help="Run even if the estimate exceeds two hours."),
     out: str = typer.Option("results/lm", help="Sweep directory (one run folder per d)."),
     as_json: bool = typer.Option(False, "--json"),
+    to_convergence: bool = typer.Option(
+        False,
+        "--to-convergence",
+        help="Train each d until validation stops improving: cosine over --max-epochs, whole-split validation every "
+        "--eval-every epoch, early stopping after --patience, the best checkpoint scored on the whole test split.",
+    ),
+    max_epochs: float = typer.Option(12.0, help="--to-convergence: the epoch cap (the cosine schedule's length)."),
+    eval_every: float = typer.Option(0.5, help="--to-convergence: validate every this fraction of an epoch."),
+    patience: int = typer.Option(3, help="--to-convergence: validations without improvement before stopping."),
+    dropout: float = typer.Option(None, help="--to-convergence: dropout (default: the preset of each width)."),
+    weight_decay: float = typer.Option(None, help="--to-convergence: AdamW weight decay (default: the preset)."),
 ):
     """Train every d under one budget; write results.csv/json, report.md and PNGs, baselines included."""
     from rag.config import RagError
     from rag.lm.stats import budget_title
     from rag.lm.sweep import parse_dims, resolve_budget, run_sweep
 
+    if to_convergence:
+        return _converge(
+            corpus, dims, layers, heads, vocab, context, tie, pos, init, batch, lr, seed, threads, precision,
+            compile, resume, out, as_json, max_epochs, eval_every, patience, dropout, weight_decay,
+        )  # fmt: skip
     mode = resolve_budget(budget)
     if mode == "tokens" and minutes is not None:
         raise RagError(
@@ -326,6 +342,69 @@ def sweep_cmd(
         f"{budget_title(summary['plan'])}; sweep took {summary['plan']['sweep_s'] / 60:.1f} min; "
         f"report: {summary['report']}"
     )
+
+
+def _converge(
+    corpus, dims, layers, heads, vocab, context, tie, pos, init, batch, lr, seed, threads, precision, compile,
+    resume, out, as_json, max_epochs, eval_every, patience, dropout, weight_decay,
+):  # fmt: skip
+    from rag.config import RagError
+    from rag.lm.converge import ConvergeSettings, run_convergence
+    from rag.lm.sweep import parse_dims
+
+    if lr is not None and not lr > 0:
+        raise RagError(f"--lr must be greater than 0, got {lr:g}")
+    settings = ConvergeSettings(max_epochs, eval_every, patience, dropout, weight_decay).check()
+    dim_list = parse_dims(dims)
+    cfg = _base(
+        corpus, dim_list[0], layers, heads, vocab, context, tie, pos, max_epochs, None, None, batch, lr, seed,
+        threads, precision, compile, 0, resume, _positive_out(out), 4, init,
+    )  # fmt: skip
+    cfg.measure_peak = False
+
+    def line(s: dict) -> str:
+        return (
+            f"d={s['dim']}: best val ppl {s['best_val_ppl']:.2f} ({s['best_val_bpb']:.4f} bits/byte) at epoch "
+            f"{s['peak_epoch']:g}; test ppl {s['test_ppl']:.2f} ({s['test_bpb']:.4f} bits/byte, whole split); "
+            f"{s['flops_to_best']:.3g} FLOPs to the best; {s['epoch_s']:.0f} s/epoch; "
+            f"peak mem {s['peak_mem_bytes'] / 2**20:.0f} MiB; params {s['embedding_params']:,} embedding + "
+            f"{s['rest_params']:,} rest"
+        )
+
+    with training_bars(not as_json) as progress:
+        summary = run_convergence(
+            cfg,
+            dim_list,
+            out,
+            settings,
+            progress=progress,
+            on_result=None if as_json else lambda s: console.print(line(s)),
+        )
+    if as_json:
+        return print_json(summary)
+    console.print(f"summaries: {out}/d<D>/summary.json")
+
+
+@app.command("converge-report")
+@handle_errors
+def converge_report_cmd(
+    results: str = typer.Option("docs/lm/converge", help="Folder of per-width summary files (d<D>.json)."),
+    kn: str = typer.Option("docs/lm/kn_full_split.json", help="Whole-split Kneser-Ney figures (same targets, bytes)."),
+    out: str = typer.Option(None, help="Where to write crossings.json and the plot (default: --results)."),
+    unfinished: bool = typer.Option(
+        False, "--unfinished", help="Also widths still training in --results (from their curves, marked so)."
+    ),
+    as_json: bool = typer.Option(False, "--json"),
+):
+    """Where each width first beats the Kneser-Ney 3- and 4-gram on the whole test split, and the FLOPs plot."""
+    from rag.lm.converge_report import write_converge_report
+
+    report = write_converge_report(results, kn, out or results, unfinished)
+    if as_json:
+        return print_json(report)
+    for line in report["lines"]:
+        console.print(line)
+    console.print(f"written: {report['json']}, {report['plot']}")
 
 
 @app.command("report")

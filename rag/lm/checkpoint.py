@@ -3,7 +3,7 @@
 Layout of a run directory:
   config.json         model + training configuration (written at start)
   tokenizer.json      the BPE tokenizer the run was trained with
-  ckpt/model.safetensors, ckpt/optimizer.pt, ckpt/state.json   the last completed slice
+  ckpt/model.safetensors, ckpt/optimizer.pt, ckpt/rng.pt, ckpt/state.json   the last completed slice
   best/model.safetensors, best/state.json   the best validation slice so far (with best_val)
   curve.jsonl         one line per logged step: {"step", "tokens", "loss", "lr"[, "val_loss"]}
   result.json         the final figures (written when the run completes)
@@ -29,8 +29,9 @@ def ckpt_dir(run: Path) -> Path:
     return run / "ckpt"
 
 
-def save(run: Path, model, optimizer, state: dict) -> None:
-    """Write the weights (safetensors), the optimiser state (torch.save) and state.json atomically."""
+def save(run: Path, model, optimizer, state: dict, rng=None) -> None:
+    """Write the weights (safetensors), the optimiser state and torch's RNG state (torch.save) and state.json
+    atomically."""
     import torch
     from safetensors.torch import save_file
 
@@ -44,6 +45,8 @@ def save(run: Path, model, optimizer, state: dict) -> None:
     save_file(weights, str(new / "model.safetensors"), metadata={"config": json.dumps(model.cfg.to_dict())})
     if optimizer is not None:
         torch.save(optimizer.state_dict(), new / "optimizer.pt")
+    if rng is not None:
+        torch.save(rng, new / "rng.pt")
     (new / "state.json").write_text(json.dumps(state, indent=1))
     for f in new.iterdir():
         with open(f, "rb") as fh:
@@ -131,6 +134,31 @@ def load_optimizer(optimizer, run: Path) -> None:
         try:
             optimizer.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
         except Exception as exc:  # truncated zip, pickle errors, mismatched groups
+            raise RagError(f"{path} is corrupt ({str(exc).splitlines()[0][:120]}); {fresh_hint(run)}") from exc
+
+
+def rng_state() -> dict:
+    """torch's RNG states (CPU, and CUDA where present): the dropout masks a resumed run must draw alike."""
+    import torch
+
+    state = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state()
+    return state
+
+
+def load_rng(run: Path) -> None:
+    """Restore torch's RNG states from the checkpoint, when the checkpoint holds them."""
+    import torch
+
+    path = ckpt_dir(run) / "rng.pt"
+    if path.exists():
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+            torch.set_rng_state(state["cpu"])
+            if "cuda" in state and torch.cuda.is_available():
+                torch.cuda.set_rng_state(state["cuda"])
+        except Exception as exc:
             raise RagError(f"{path} is corrupt ({str(exc).splitlines()[0][:120]}); {fresh_hint(run)}") from exc
 
 

@@ -10,10 +10,14 @@ from pathlib import Path
 
 
 def collect(out: str | Path) -> list[dict]:
-    """One row per finished run in a grid folder."""
+    """One row per finished run in a grid folder; a folder pruned to its summary (isoflop.json, no run folders, as
+    docs/lm keeps it) gives the rows that summary holds."""
     out = Path(out)
+    results = sorted(out.glob("C*/d*-s*-x*/result.json"))
+    if not results and (out / "isoflop.json").exists():
+        return json.loads((out / "isoflop.json").read_text()).get("rows", [])
     rows = []
-    for res in sorted(out.glob("C*/d*-s*-x*/result.json")):
+    for res in results:
         run = res.parent
         r = json.loads(res.read_text())
         _, s, x = run.name[1:].split("-")

@@ -36,6 +36,7 @@ class GPTConfig:
     pos: str = "learned"
     init_std: float = 0.02  # the std of init "gpt2"
     init: str = "gpt2"  # gpt2: N(0, init_std); scaled: N(0, 1/sqrt(d))
+    dropout: float = 0.0  # on the embeddings, the attention weights and both residual branches (training only)
 
     def std(self) -> float:
         return self.dim**-0.5 if self.init == "scaled" else self.init_std
@@ -54,6 +55,8 @@ class GPTConfig:
             raise RagError(f"unknown --init {self.init!r}; use one of {', '.join(INITS)}")
         if self.pos == "rope" and (self.dim // self.heads) % 2:
             raise RagError(f"rope needs an even head size, got d/heads={self.dim // self.heads}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise RagError(f"--dropout must be in [0, 1), got {self.dropout:g}")
         if min(self.vocab, self.dim, self.layers, self.heads, self.context) < 1:
             raise RagError("vocab, dim, layers, heads and context must all be >= 1")
         return self
@@ -87,6 +90,11 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
 
 
+def drop(x: torch.Tensor, p: float) -> torch.Tensor:
+    """Dropout that is the identity (and draws no random numbers) at p = 0, so dropout-free runs stay bit-exact."""
+    return F.dropout(x, p, training=True) if p > 0 else x
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, cfg: GPTConfig):
         super().__init__()
@@ -94,6 +102,7 @@ class CausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(cfg.dim, 3 * cfg.dim)  # one fused projection for q, k and v
         self.proj = nn.Linear(cfg.dim, cfg.dim)
         self.rope = cfg.pos == "rope"
+        self.dropout = cfg.dropout
         if self.rope:
             cos, sin = rope_tables(cfg.context, cfg.dim // cfg.heads)
             self.register_buffer("cos", cos, persistent=False)
@@ -104,8 +113,9 @@ class CausalSelfAttention(nn.Module):
         q, k, v = self.qkv(x).view(B, T, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4)
         if self.rope:
             q, k = apply_rope(q, self.cos[:T], self.sin[:T]), apply_rope(k, self.cos[:T], self.sin[:T])
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # flash / memory-efficient kernel
-        return self.proj(y.transpose(1, 2).reshape(B, T, C))
+        p = self.dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p)  # flash / memory-efficient kernel
+        return drop(self.proj(y.transpose(1, 2).reshape(B, T, C)), p)
 
 
 class Block(nn.Module):
@@ -116,10 +126,12 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.dim)
         self.fc = nn.Linear(cfg.dim, 4 * cfg.dim)
         self.fc_proj = nn.Linear(4 * cfg.dim, cfg.dim)
+        self.dropout = cfg.dropout
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln1(x))
-        return x + self.fc_proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+        mlp = self.fc_proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+        return x + drop(mlp, self.dropout if self.training else 0.0)
 
 
 class GPT(nn.Module):
@@ -160,6 +172,7 @@ class GPT(nn.Module):
         x = self.wte(idx)
         if self.wpe is not None:
             x = x + self.wpe[: idx.shape[1]]
+        x = drop(x, self.cfg.dropout if self.training else 0.0)
         for block in self.blocks:
             x = block(x)
         return self.ln_f(x)

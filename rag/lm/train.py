@@ -59,6 +59,8 @@ class TrainConfig:
     best_val: bool = False  # score the best validation checkpoint (of the slice evaluations) on valid/test
     patience: int | None = None  # early stopping: stop after this many slice evaluations without improvement
     measure_peak: bool = True  # measure the matmul peaks for MFU at the end (a few seconds per process)
+    eval_every: float | None = None  # validate every this fraction of an epoch (instead of `slices` per run)
+    curve_test: bool = False  # also score the test split at each validation (the curve only; never for selection)
 
     def learning_rate(self) -> float:
         return self.lr if self.lr is not None else 2e-3 * math.sqrt(128 / self.model.dim)
@@ -79,6 +81,13 @@ def warmup_steps(cfg: TrainConfig, total: int) -> int:
     if cfg.warmup_frac is not None:
         return max(1, round(cfg.warmup_frac * total))
     return min(100, max(1, total // 10))
+
+
+def eval_interval(cfg: TrainConfig, total: int, train_tokens: int, tokens_per_step: int) -> int:
+    """Steps between validations: a fraction of an epoch (eval_every), else `slices` per run (at least one per epoch)."""
+    if cfg.eval_every:
+        return max(1, round(cfg.eval_every * train_tokens / tokens_per_step))
+    return max(1, math.ceil(total / max(cfg.slices, math.ceil(cfg.epochs or 0))))
 
 
 def track_best(state: dict, val_loss: float, step: int, patience: int | None) -> bool:
@@ -179,7 +188,7 @@ def train(cfg: TrainConfig, progress=None) -> dict:
     tokens_per_step = cfg.batch * mcfg.context * rt.world
     state = start_or_resume(cfg, mcfg, out, state, rt, tok, model, optimizer, tokens_per_step)
     total = state["total_steps"]
-    every = max(1, math.ceil(total / max(cfg.slices, math.ceil(cfg.epochs or 0))))
+    every = eval_interval(cfg, total, len(train_ids), tokens_per_step)
     warmup = warmup_steps(cfg, total)
     state["warmup"] = warmup
     step_model = torch.compile(model) if rt.compile else model
@@ -203,6 +212,8 @@ def train(cfg: TrainConfig, progress=None) -> dict:
             row = {"step": step + 1, "tokens": (step + 1) * tokens_per_step, "loss": round(value, 5), "lr": lr}
             if (step + 1) % every == 0 or step + 1 == total:
                 row["val_loss"] = round(evaluate(model, tok.ids["valid"], rt, cfg.batch, cfg.slice_eval_tokens), 5)
+                if cfg.curve_test:
+                    row["test_loss"] = round(evaluate(model, tok.ids["test"], rt, cfg.batch, cfg.slice_eval_tokens), 5)
                 state["step"] = step + 1
                 stop = track_best(state, row["val_loss"], step + 1, cfg.patience)
                 if rt.main:
@@ -210,7 +221,7 @@ def train(cfg: TrainConfig, progress=None) -> dict:
                     curve.flush()
                     if cfg.best_val and state["best_step"] == step + 1:
                         ckpt.save_best(out, model, state)
-                    ckpt.save(out, model, optimizer, state)
+                    ckpt.save(out, model, optimizer, state, rng=ckpt.rng_state())
                 if stop:
                     break
             elif rt.main:
@@ -260,6 +271,7 @@ def start_or_resume(cfg: TrainConfig, mcfg, out: Path, state, rt, tok, model, op
         return state
     ckpt.load_weights(model, ckpt.ckpt_dir(out))
     ckpt.load_optimizer(optimizer, out)
+    ckpt.load_rng(out)  # dropout draws continue where the checkpoint left them
     if rt.main:
         ckpt.truncate_curve(out, state["step"])
     return state
