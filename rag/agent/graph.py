@@ -33,6 +33,7 @@ from rag.agent.nodes import (
 )
 from rag.agent.settings import DEFAULT_AGENT, AgentSettings
 from rag.agent.tools import title_linker
+from rag.answer.abstain import default_abstainer
 from rag.answer.llm import ExtractiveBackend, experimental_warning, get_backend
 from rag.answer.reading import MemoReader
 from rag.config import RagError, built_once, check_question
@@ -129,7 +130,8 @@ def run_agent(
     agent: rag.agent.settings.AgentSettings (the LLM backend by name, the bound on retrieval rounds, ...).
     backend: an already-built LLM backend, reused as is (evaluations build one per run); overrides agent.llm.
     retriever: an already-open rag.retrieve.Retriever; otherwise open_retriever(settings), the shared cache.
-    Returns {question, answer, citations, spans, steps, timings, warnings, mode, sub_questions, rounds, retrieved};
+    Returns {question, answer, citations, spans, steps, timings, warnings, mode, sub_questions, rounds, retrieved,
+      abstained};
     spans are the reader's answer spans, {n (the citation), id, text, start, end (characters in the passage)};
     on_step(step) is called as each node finishes."""
     t0 = time.perf_counter()
@@ -164,6 +166,7 @@ def run_agent(
         linker=title_linker(retriever.corpus) if agent.use_lookup else None,
         reader=MemoReader(reader) if reader is not None else None,
         hop_threshold=agent.hop_threshold,
+        abstainer=default_abstainer() if agent.use_abstain else None,
     )
     bound = Run(ctx, on_step)
     state = compiled_graph().invoke(
@@ -197,6 +200,7 @@ def run_agent(
         "sub_questions": state["sub_questions"],
         "rounds": state["round"],
         "retrieved": retrieved,
+        "abstained": bool(state.get("abstained")),
     }
 
 

@@ -33,6 +33,7 @@ from rag.agent.planner import (
 )
 from rag.answer.links import anchors, names, subject_links, title_name
 from rag.answer.llm import ExtractiveBackend
+from rag.answer.reading import NOT_FOUND
 from rag.lexicon import overlap
 from rag.retrieve import Hit, Retriever
 from rag.screen.detector import screen_passages, scrub_answer
@@ -68,6 +69,7 @@ class AgentState(TypedDict, total=False):
     answer: str
     citations: list
     spans: list  # the reader's spans the answer quotes: {n, id, text, start, end}
+    abstained: bool  # the answer says the passages do not answer the question
     steps: Annotated[list, operator.add]
     warnings: Annotated[list, operator.add]
 
@@ -85,6 +87,7 @@ class AgentContext:
     short_answer: bool = False
     reader: Any = None  # rag.answer.reading.MemoReader over the learned reader; None: no reader
     hop_threshold: float | None = None  # multi-hop probability for a planned hop to run (None: the trained model's)
+    abstainer: Any = None  # rag.answer.abstain.Abstainer: the answer abstains below its threshold; None: never
 
 
 def analyze(state: AgentState, ctx: AgentContext) -> dict:
@@ -403,7 +406,21 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
         closest = _closest(state)
         step = {"node": "answer", "backend": "none", "citations": [c["id"] for c in closest]}
         text = nothing_found_answer(state["question"]) + (" The closest passage is [1]." if closest else "")
-        return {"answer": text, "citations": closest, "spans": [], "mode": mode, "steps": [step]}
+        return {"answer": text, "citations": closest, "spans": [], "mode": mode, "steps": [step], "abstained": True}
+    answerable = answerable_probability(state["question"], passages, ctx) if not calc else None
+    if answerable is not None and answerable < ctx.abstainer.threshold:
+        step = {"node": "answer", "backend": "abstain", "answerable": answerable, "citations": []}
+        if flag_warnings:
+            step["warnings"] = flag_warnings
+        return {
+            "answer": abstention_answer(passages),
+            "citations": [],
+            "spans": [],
+            "mode": mode,
+            "steps": [step],
+            "warnings": flag_warnings,
+            "abstained": True,
+        }
     notes = []
     if calc:
         source = calc_source(calc, passages)
@@ -438,11 +455,44 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
     number = {c["id"]: c["n"] for c in citations}
     spans = [{**sp, "n": number[sp["id"]]} for sp in spans if sp["id"] in number]
     step = {"node": "answer", "backend": used.name + ("+reader" if spans else ""), "citations": list(number)}
+    if answerable is not None:
+        step["answerable"] = answerable
     if flagged:
         step["flagged"] = flagged
     if warnings:
         step["warnings"] = warnings
-    return {"answer": text, "citations": citations, "spans": spans, "mode": mode, "steps": [step], "warnings": warnings}
+    return {
+        "answer": text,
+        "citations": citations,
+        "spans": spans,
+        "mode": mode,
+        "steps": [step],
+        "warnings": warnings,
+        "abstained": text.startswith(NOT_FOUND),
+    }
+
+
+def answerable_probability(question: str, passages: list[dict], ctx: AgentContext) -> float | None:
+    """The learned probability (rag.answer.abstain) that the passages the reader reads answer the question; None
+    without the model or the reader."""
+    if ctx.abstainer is None or ctx.reader is None or not passages:
+        return None
+    from rag.answer.abstain import PASSAGES
+    from rag.answer.reading import readable
+    from rag.encoders import minilm_query_encoder
+
+    texts = [p["text"] for p in readable(passages)[:PASSAGES]]
+    if not texts:
+        return None
+    spans = ctx.reader.read(question, texts)
+    return round(ctx.abstainer.probability(question, texts, spans, minilm_query_encoder().encode), 3)
+
+
+def abstention_answer(passages: list[dict]) -> str:
+    """The plain answer when the passages do not answer the question: it cites none of them as an answer."""
+    title = next((str(p.get("title") or "").strip() for p in passages if str(p.get("title") or "").strip()), "")
+    closest = f" The closest passage, '{title}', does not answer it." if title else ""
+    return "The documents do not say." + closest
 
 
 def reserve_passages(state: AgentState, ctx: AgentContext, context: list[str]) -> list[dict]:

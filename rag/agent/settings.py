@@ -23,6 +23,8 @@ class AgentSettings:
     short_answer: bool = False  # the answer span alone (evaluations), not the sentence around it
     use_lookup: bool = True  # look up titles the question names (the entity linker) beside the searches
     use_reader: bool = True  # the learned span reader (rag.answer.reader) picks extractive answers when it ships
+    use_abstain: bool = True  # say "the documents do not say" when the learned decision (rag.answer.abstain) finds
+    # that the passages do not answer the question
     hop_threshold: float | None = None  # multi-hop probability at which a planned second hop runs (None: the one
     # `rag train hop` chose, rag/models/multihop_weights.json; 0 runs every planned hop, 1 none)
 

@@ -21,6 +21,7 @@ from rag.commands.options import (
     RetrieverOpt,
     choices_help,
 )
+from rag.config import RagError
 from rag.index.kinds import INDEX_KINDS
 from rag.retrieve import RETRIEVERS, RetrievalSettings
 from rag.studies.grid_spec import (
@@ -252,9 +253,29 @@ def eval_answers(
         None, help="Multi-hop probability at which a planned second hop runs (default: the trained one)."
     ),
     threads: int = typer.Option(1, help="torch CPU threads."),
+    docs: list[Path] = typer.Option(
+        None, "--docs", help="A documentation folder to index and ask (repeat, each with its --questions)."
+    ),
+    questions: list[Path] = typer.Option(
+        None, "--questions", help="The JSONL question set of each --docs folder (see docs/evaluation.md)."
+    ),
+    abstain: bool = typer.Option(
+        True, "--abstain/--no-abstain", help="The learned abstention (rag.answer.abstain) on, or off for an ablation."
+    ),
+    cli_sample: int = typer.Option(
+        6, "--cli-sample", min=0, help="--docs: questions also timed as `rag search` and `rag ask` processes."
+    ),
     out: Path = typer.Option(Path("results/answers"), "--out", help="Folder for results.json and report.md."),
 ):
-    """Answer EM/F1 (SQuAD reading and open-domain, HotpotQA), key facts and citations (built-in corpus)."""
+    """Answer EM/F1 (SQuAD reading and open-domain, HotpotQA), key facts and citations (built-in corpus); with
+    --docs DIR --questions FILE, the agent on a documentation folder: key fact, right file cited, abstention,
+    screen warnings, markup in answers, and the CLI's ask/search latency ratio."""
+    agent = AgentSettings(max_steps=max_steps, hop_threshold=hop_threshold, use_abstain=abstain)  # checked below
+    if docs or questions:
+        _eval_docs(
+            docs or [], questions or [], (encoder, dim, index, reduce, retriever), agent, threads, cli_sample, out
+        )
+        return
     _eval_answers(
         part,
         llm,
@@ -263,17 +284,45 @@ def eval_answers(
         hotpot_limit,
         seed,
         (encoder, dim, index, reduce, retriever),
-        max_steps,
-        hop_threshold,
+        agent,
         threads,
         out,
     )
 
 
 @handle_errors
-def _eval_answers(
-    parts, llm, compare, squad_limit, hotpot_limit, seed, options, max_steps, hop_threshold, threads, out
-):
+def _eval_docs(docs, questions, options, agent, threads, cli_sample, out):
+    from rag.studies.docs_eval import COLUMNS, evaluate_docs, write_outputs
+
+    agent = agent.validated()
+    if len(docs) != len(questions):
+        raise RagError(f"{len(docs)} --docs folder(s) but {len(questions)} --questions file(s); give one of each")
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    encoder, dim, index, reduce, retriever = options
+    settings = RetrievalSettings(encoder=encoder, dim=dim, index=index, reduce=reduce, retriever=retriever)
+    with progress_bars() as progress:
+        result, rows = evaluate_docs(
+            list(zip(docs, questions)), settings=settings, cli_sample=cli_sample, progress=progress
+        )
+    write_outputs(out, result, rows)
+    from rich.table import Table
+
+    table = Table(title="documentation folders")
+    for c in ("folder", "n", *COLUMNS, "ask/search"):
+        table.add_column(c, justify="right")
+    for name, f in result["folders"].items():
+        m, cli = f["summary"], f["cli"]
+        cells = ["-" if m[c] is None else f"{m[c]:g}" for c in COLUMNS]
+        table.add_row(name, str(m["n"]), *cells, f"{cli['ask_over_search']:g}" if cli else "-")
+    console.print(table)
+    console.print(f"[dim]wrote {out}/results.json, per_query.jsonl, report.md[/]")
+
+
+@handle_errors
+def _eval_answers(parts, llm, compare, squad_limit, hotpot_limit, seed, options, agent, threads, out):
     from rich.table import Table
 
     from rag.studies.answer_eval import COLUMNS, PARTS, evaluate_answers
@@ -284,7 +333,7 @@ def _eval_answers(
         torch.set_num_threads(threads)
     encoder, dim, index, reduce, retriever = options
     settings = RetrievalSettings(encoder=encoder, dim=dim, index=index, reduce=reduce, retriever=retriever)
-    agent = AgentSettings(max_steps=max_steps, hop_threshold=hop_threshold).validated()
+    agent = agent.validated()
     with progress_bars() as progress:
         result = evaluate_answers(
             tuple(parts or PARTS),

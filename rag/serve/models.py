@@ -170,6 +170,7 @@ class AskResponse(BaseModel):
     sub_questions: list[str]
     rounds: int
     retrieved: list[RetrievedOut]
+    abstained: bool = False  # the answer says the documents do not answer the question
 
 
 class ErrorItem(BaseModel):
