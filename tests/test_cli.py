@@ -67,6 +67,9 @@ def test_search_builds_a_missing_index_and_prints_sources(cli, scifact_folder):
     [
         (["search", "   "], "question is empty"),
         (["search", "q", "--corpus", "wikipedia"], "valid names: builtin, scifact, hotpotqa, squad"),
+        (["search", "q", "--corpus", "./notes-that-do-not-exist"], "no such folder: ./notes-that-do-not-exist"),
+        (["index", "build", "--corpus", "~/no/such/notes"], "no such folder: ~/no/such/notes"),
+        (["search", "q", "--corpus", "README.md"], "not a folder: README.md"),
         (["search", "q", "--encoder", "bert"], "valid encoders: minilm, smollm2-input"),
         (["search", "q", "--index", "lsh"], "valid index kinds: flat, ivf-flat, ivf-pq, hnsw, sq8, binary"),
         (["search", "q", "--reduce", "umap"], "valid reducers: pca, truncate, whiten"),

@@ -19,7 +19,7 @@ from rag.data.budget import Budget
 from rag.data.chunking import chunk_blocks
 from rag.data.files import load_qrels_file, read_jsonl
 from rag.data.ingest import FORMATS, Unreadable, read_document, scan_folder
-from rag.data.limits import cap_passages
+from rag.data.limits import cap_passages, capped
 
 NAMED_CORPORA = {
     "builtin": "the project's own markdown documents (corpus/)",
@@ -64,6 +64,7 @@ class Corpus:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # folder files not read: (path, reason)
     unsupported: dict[str, int] = field(default_factory=dict)  # folder files by unsupported extension
     notes: list[tuple[str, str]] = field(default_factory=list)  # folder files read with a part left out
+    capped: str = ""  # what rag.data.limits cut or split, or ""
 
     @cached_property
     def content_hash(self) -> str:
@@ -130,7 +131,7 @@ def load_folder(folder: Path, name: str | None = None) -> Corpus:
             f"no readable documents ({', '.join(sorted(set(FORMATS)))}) found in {folder}{what}; "
             "point --corpus at a folder of documents"
         )
-    passages = cap_passages(passages)
+    passages, capped_note = capped(passages)  # said once, by the command that builds (folder_warnings)
     return Corpus(
         name=name or str(folder),
         passages=passages,
@@ -139,6 +140,7 @@ def load_folder(folder: Path, name: str | None = None) -> Corpus:
         skipped=skipped,
         unsupported=dict(sorted(scan.unsupported.items())),
         notes=notes,
+        capped=capped_note,
     )
 
 
@@ -152,6 +154,8 @@ def folder_warnings(corpus: Corpus) -> list[str]:
             f"not indexed, unsupported extension ({sum(corpus.unsupported.values())} files): {counts}; "
             f"supported: {', '.join(sorted(set(FORMATS)))}"
         )
+    if corpus.capped:
+        lines.append(corpus.capped)
     if corpus.invalid_utf8:
         lines.append(f"{corpus.invalid_utf8} documents were not valid UTF-8; bad bytes were replaced")
     return lines
@@ -206,6 +210,11 @@ def load_squad(path: Path) -> Corpus:
     return Corpus(name="squad", passages=passages, queries=queries, qrels=qrels, source=str(path))
 
 
+def looks_like_path(name: str) -> bool:
+    """Whether a corpus name was meant as a path: it has a separator, or starts with '.' or '~'."""
+    return "/" in name or "\\" in name or name.startswith((".", "~"))
+
+
 def load_corpus(name_or_path: str | Path) -> Corpus:
     """Load a corpus by name (builtin, scifact, hotpotqa, squad) or by path (folder of text, or BEIR folder)."""
     name = str(name_or_path)
@@ -226,6 +235,10 @@ def load_corpus(name_or_path: str | Path) -> Corpus:
         if (path / "corpus.jsonl").exists():
             return load_beir(path, name=name)
         return load_folder(path, name=name)
+    if path.exists():
+        raise RagError(f"not a folder: {name}; --corpus takes a folder of documents (or a corpus name)")
+    if looks_like_path(name):
+        raise RagError(f"no such folder: {name}; check the path, or name a corpus: {', '.join(NAMED_CORPORA)}")
     raise RagError(
         f"unknown corpus '{name}'; valid names: {', '.join(NAMED_CORPORA)}, or a path to a folder of documents or a BEIR folder"
     )

@@ -35,6 +35,14 @@ def split_text(text: str, limit: int = MAX_PASSAGE_CHARS) -> list[str]:
 
 def cap_passages(passages: list) -> list:
     """The passages (dataclasses with .id and .text) with giant tokens cut and long texts split; warns with counts."""
+    out, note = capped(passages)
+    if note:
+        warnings.warn(note, RagWarning, stacklevel=2)
+    return out
+
+
+def capped(passages: list) -> tuple[list, str]:
+    """(cap_passages' result, the line that says what was cut and split, or "" when nothing was)."""
     out, cut, split = [], 0, 0
     for p in passages:
         text, n = GIANT_TOKEN.subn(lambda m: m.group()[:MAX_TOKEN_CHARS], p.text)
@@ -47,11 +55,10 @@ def cap_passages(passages: list) -> list:
             dataclasses.replace(p, id=p.id if i == 0 else f"{p.id}~{i + 1}", text=part)
             for i, part in enumerate(split_text(text))
         ]
+    note = ""
     if cut or split:
-        warnings.warn(
+        note = (
             f"{cut:,} tokens over {MAX_TOKEN_CHARS} characters were cut and {split:,} passages over "
-            f"{MAX_PASSAGE_CHARS:,} characters were split ({len(out):,} passages now)",
-            RagWarning,
-            stacklevel=2,
+            f"{MAX_PASSAGE_CHARS:,} characters were split ({len(out):,} passages now)"
         )
-    return out
+    return out, note
