@@ -148,6 +148,7 @@ train_app.command("reader")(train.train_reader)
 train_app.command("screen")(train.train_screen)
 train_app.command("screen-verifier")(train.train_screen_verifier)
 train_app.command("hop")(train.train_hop)
+train_app.command("abstain")(train.train_abstain)
 train_app.command("sentences")(train.train_sentences)
 app.add_typer(train_app, name="train")
 

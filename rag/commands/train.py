@@ -1,5 +1,5 @@
 """`rag train ...`: `reader` (the learned span reader), `screen` (the injection classifier), `screen-verifier` (its
-second look), `hop` (the multi-hop decision) and `sentences` (the answer-sentence ranker). Each prints its figures as
+second look), `hop` (the multi-hop decision), `abstain` (does a passage answer?) and `sentences` (the answer-sentence ranker). Each prints its figures as
 JSON on stdout and its progress on stderr."""
 
 from __future__ import annotations
@@ -131,6 +131,28 @@ def _train_hop(seed, out):
     import json
 
     from rag.training.multihop_fit import train
+
+    info = train(out=Path(out) if out else None, seed=seed, progress=print_progress)
+    console.print_json(json.dumps(info))
+
+
+def train_abstain(
+    seed: int = typer.Option(0, help="Seed for the draw of SQuAD training questions."),
+    out: Path = typer.Option(
+        None, help="Where to write the weights (default: the committed rag/models/abstain_weights.npz)."
+    ),
+):
+    """Fit the answerability decision (do the retrieved passages answer the question?) on SQuAD training and HotpotQA
+    development questions, each read with its retrieved passages and with the answering ones removed; choose the
+    threshold by cross-validation (a few minutes)."""
+    _train_abstain(seed, out)
+
+
+@handle_errors
+def _train_abstain(seed, out):
+    import json
+
+    from rag.training.abstain_fit import train
 
     info = train(out=Path(out) if out else None, seed=seed, progress=print_progress)
     console.print_json(json.dumps(info))

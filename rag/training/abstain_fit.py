@@ -1,0 +1,145 @@
+"""`rag train abstain`: fit the answerability decision (rag.answer.abstain) on the CPU in a few minutes.
+
+Data, with no question that any evaluation scores and no documentation folder:
+- SQuAD: QUESTIONS questions drawn (seed) from the reader's training articles (the first TRAIN_ARTICLES), over the
+  open-domain SQuAD corpus;
+- HotpotQA: the first HOTPOT_DEV queries (development) but the yes/no ones, over its corpus.
+Each question gives two examples, both read by the packaged reader exactly as the answer step reads: the first
+PASSAGES passages the default retriever returns (label 1 when one of them holds a gold answer, else 0), and the
+first PASSAGES once every passage holding a gold answer is removed (label 0): the documents are about the question
+but do not say.
+
+scikit-learn's LogisticRegression (balanced classes) on standardised rag.answer.abstain.evidence_features. The
+threshold is chosen on 5-fold cross-validated probabilities: the highest at which at most MAX_FALSE_ABSTAIN of the
+answerable examples would abstain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from rag.data.splits import HOTPOT_DEV, squad_articles
+from rag.lexicon import normalize_answer
+
+QUESTIONS = 500  # SQuAD questions from the training articles
+DEPTH = 30  # hits searched per question, so that PASSAGES remain once the answering ones are removed
+MAX_FALSE_ABSTAIN = 0.05  # at most this share of cross-validated answerable examples may abstain
+THRESHOLDS = np.round(np.arange(0.05, 0.96, 0.05), 2)
+C = 1.0
+
+
+def holds_answer(text: str, answers: list[str]) -> bool:
+    norm = f" {normalize_answer(text)} "
+    return any(f" {normalize_answer(a)} " in norm for a in answers if normalize_answer(a))
+
+
+def questions(seed: int = 0) -> list[tuple[str, str, list[str]]]:
+    """(corpus, question, gold answers) for the training questions; see the module doc."""
+    from rag.studies.agent_eval import load_eval_set
+
+    squad = [
+        ("squad", qa["question"], [a["text"] for a in qa["answers"]])
+        for a in squad_articles("train")
+        for p in a["paragraphs"]
+        for qa in p["qas"]
+    ]
+    random.Random(seed).shuffle(squad)
+    dev = load_eval_set("hotpotqa")[1][:HOTPOT_DEV]
+    # a yes/no answer is not a span a passage holds: those questions cannot be labelled by containment
+    hotpot = [
+        ("hotpotqa", q.text, q.metadata["answers"]) for q in dev if q.metadata["answers"] not in (["yes"], ["no"])
+    ]
+    return squad[:QUESTIONS] + hotpot
+
+
+def examples(seed: int = 0, progress=None) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(features, labels, corpus of each example)."""
+    from rag.answer.abstain import PASSAGES, evidence_features
+    from rag.answer.reader import default_reader
+    from rag.encoders import minilm_query_encoder
+    from rag.retrieve import RetrievalSettings, Retriever
+
+    reader, encoder = default_reader(), minilm_query_encoder()
+    retrievers = {}
+    xs, ys, names = [], [], []
+    items = questions(seed)
+    for i, (corpus, question, answers) in enumerate(items):
+        if corpus not in retrievers:
+            retrievers[corpus] = Retriever.open(replace(RetrievalSettings(corpus=corpus), k=DEPTH).validated())
+        texts = [h.passage.text for h in retrievers[corpus].search(question, DEPTH)]
+        for chosen in (texts[:PASSAGES], [t for t in texts if not holds_answer(t, answers)][:PASSAGES]):
+            spans = reader.read(question, chosen)
+            xs.append(evidence_features(question, chosen, spans, encoder.encode))
+            ys.append(int(any(holds_answer(t, answers) for t in chosen)))
+            names.append(corpus)
+        if progress and (i + 1) % 50 == 0:
+            progress(f"{i + 1}/{len(items)} questions read")
+    return np.stack(xs), np.asarray(ys), names
+
+
+def choose_threshold(probabilities: np.ndarray, labels: np.ndarray) -> tuple[float, dict]:
+    """The highest threshold at which at most MAX_FALSE_ABSTAIN of the answerable examples abstain."""
+    rates = {}
+    for t in THRESHOLDS:
+        abstain = probabilities < t
+        rates[float(t)] = {
+            "answerable_abstain": float(abstain[labels == 1].mean()),
+            "unanswerable_abstain": float(abstain[labels == 0].mean()),
+        }
+    chosen = max((t for t, r in rates.items() if r["answerable_abstain"] <= MAX_FALSE_ABSTAIN), default=0.05)
+    return chosen, rates
+
+
+def train(out: Path | None = None, seed: int = 0, progress=None) -> dict:
+    """Read the examples, fit, choose the threshold, write the weights (.npz) and their JSON; return the figures."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_predict
+
+    from rag.answer.abstain import FEATURES, WEIGHTS, WEIGHTS_INFO
+
+    out = out or WEIGHTS
+    t0 = time.time()
+    x, y, names = examples(seed, progress)
+    mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
+    z = (x - mean) / scale
+
+    def model():
+        return LogisticRegression(C=C, class_weight="balanced", max_iter=5000)
+
+    cv = cross_val_predict(model(), z, y, cv=5, method="predict_proba")[:, 1]
+    threshold, rates = choose_threshold(cv, y)
+    fit = model().fit(z, y)
+    with open(out, "wb") as f:
+        np.savez(
+            f,
+            mean=mean.astype(np.float32),
+            scale=scale.astype(np.float32),
+            coef=fit.coef_[0].astype(np.float32),
+            bias=np.float32(fit.intercept_[0]),
+        )
+    info = {
+        "command": f"rag train abstain --seed {seed}",
+        "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
+        "bytes": out.stat().st_size,
+        "threshold": threshold,
+        "cross_validated_at_threshold": rates[threshold],
+        "cross_validated": rates,
+        "examples": int(len(y)),
+        "answerable": int(y.sum()),
+        "by_corpus": {c: names.count(c) for c in sorted(set(names))},
+        "columns": list(FEATURES),
+        "coef": [round(float(c), 4) for c in fit.coef_[0]],
+        "C": C,
+        "max_false_abstain": MAX_FALSE_ABSTAIN,
+        "train_seconds": round(time.time() - t0, 1),
+    }
+    if out == WEIGHTS:
+        WEIGHTS_INFO.write_text(json.dumps(info, indent=2) + "\n")
+    return info
