@@ -141,20 +141,26 @@ def train_abstain(
     out: Path = typer.Option(
         None, help="Where to write the weights (default: the committed rag/models/abstain_weights.npz)."
     ),
+    threshold_only: bool = typer.Option(
+        False, "--threshold-only", help="Keep the fitted weights; choose the threshold again on the built-in sets."
+    ),
 ):
     """Fit the answerability decision (do the retrieved passages answer the question?) on SQuAD training and HotpotQA
     development questions, each read with its retrieved passages and with the answering ones removed; choose the
     threshold by cross-validation (a few minutes)."""
-    _train_abstain(seed, out)
+    _train_abstain(seed, out, threshold_only)
 
 
 @handle_errors
-def _train_abstain(seed, out):
+def _train_abstain(seed, out, threshold_only):
     import json
 
-    from rag.training.abstain_fit import train
+    from rag.training.abstain_fit import calibrate, train
 
-    info = train(out=Path(out) if out else None, seed=seed, progress=print_progress)
+    if threshold_only:
+        info = calibrate(Path(out) if out else None, progress=print_progress)
+    else:
+        info = train(out=Path(out) if out else None, seed=seed, progress=print_progress)
     console.print_json(json.dumps(info))
 
 

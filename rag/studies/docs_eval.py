@@ -8,6 +8,7 @@ then each question is asked with the agent's defaults. Per question and per fold
 - abstained: the answer says the documents do not answer it (`"abstained": true` in `rag ask --json`), reported
   separately on absent questions (right) and on answerable ones (wrong);
 - screen_warned: the injection screen removed text from a passage the answer read;
+- screen: the share of the folder's sentences the screen flags (the answer step would remove them);
 - debris: the answer carries markup a reader should have rendered or a parser message (rag.data.fidelity's
   patterns, outside fenced code);
 - latency: in-process per question, and from the CLI: `rag search` and `rag ask` run as subprocesses on a sample of
@@ -21,6 +22,7 @@ compare, number, yesno, absent).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -100,6 +102,7 @@ def score_answer(item: dict, result: dict, ms: float) -> dict:
         "answer": answer,
         "cited": cited,
         "abstained": float(bool(result.get("abstained"))),
+        "answerable": next((s["answerable"] for s in result["steps"] if "answerable" in s), None),
         "screen_warned": float(any(SCREEN_MARK in w for w in result["warnings"])),
         "debris": float(has_debris(answer)),
         "latency_ms": ms,
@@ -136,6 +139,31 @@ def summarise_rows(rows: list[dict]) -> dict:
         "debris": mean(rows, "debris"),
         "latency_ms_p50": round(percentile(lat, 50), 1),
         "latency_ms_p95": round(percentile(lat, 95), 1),
+    }
+
+
+def screen_rate(passages) -> dict:
+    """How much of the folder the injection screen flags, read as the answer step reads each passage (its sentences,
+    the verifier's second look included): sentences and passages flagged, and the reasons, most common first."""
+    from collections import Counter
+
+    from rag.screen.detector import detector, pieces
+
+    det, sentences, flagged, hit, reasons = detector(), 0, 0, 0, Counter()
+    for p in passages:
+        flags = det.passage_flags(pieces(p.text))
+        sentences += len(flags)
+        marked = [f for f in flags if f]
+        flagged += len(marked)
+        hit += bool(marked)
+        reasons.update(re.sub(r":[\d.]+$", "", f.reason.split(" ")[0]) for f in marked)  # similar:0.91 -> similar
+    return {
+        "sentences": sentences,
+        "sentences_flagged": flagged,
+        "sentence_share": round(flagged / max(1, sentences), 4),
+        "passages": len(passages),
+        "passages_flagged": hit,
+        "reasons": dict(reasons.most_common(8)),
     }
 
 
@@ -215,6 +243,7 @@ def evaluate_docs(
             "summary": summarise_rows(rows),
             "by_type": {t: summarise_rows([r for r in rows if r["type"] == t]) for t in types},
             "cli": cli_latency(str(folder), sample, s) if sample else None,
+            "screen": screen_rate(retriever.corpus.passages),
         }
         per_query.extend(rows)
     return {"settings": {**base.as_dict(), "max_steps": agent.max_steps}, "folders": folders}, per_query
@@ -236,13 +265,15 @@ def report_lines(result: dict) -> list[str]:
     lines = ["# Answers on documentation folders (`rag eval answers --docs`)", ""]
     s = result["settings"]
     lines.append(f"- encoder {s['encoder']}, index {s['index']}, retriever {s['retriever']}, k {s['k']}")
-    lines += ["", "| folder | n (absent) | " + " | ".join(COLUMNS) + " | CLI ask/search p50 |"]
-    lines.append("|---" * (len(COLUMNS) + 3) + "|")
+    lines += ["", "| folder | n (absent) | " + " | ".join(COLUMNS) + " | CLI ask/search p50 | sentences flagged |"]
+    lines.append("|---" * (len(COLUMNS) + 4) + "|")
     for name, f in result["folders"].items():
         m, cli = f["summary"], f["cli"]
         ratio = f"{cli['ask_s_p50']} s / {cli['search_s_p50']} s = {cli['ask_over_search']}×" if cli else "-"
         cells = " | ".join("-" if m[c] is None else f"{m[c]:g}" for c in COLUMNS)
-        lines.append(f"| {name} | {m['n']} ({m['absent']}) | {cells} | {ratio} |")
+        sc = f["screen"]
+        screened = f"{sc['sentences_flagged']} / {sc['sentences']} = {100 * sc['sentence_share']:.2f} %"
+        lines.append(f"| {name} | {m['n']} ({m['absent']}) | {cells} | {ratio} | {screened} |")
     for name, f in result["folders"].items():
         lines += ["", f"## {name}, by question type", "", "| type | n | key_fact | cited_right | abstained |"]
         lines.append("|---|---|---|---|---|")
