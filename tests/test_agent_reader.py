@@ -93,7 +93,11 @@ def test_a_definition_question_reads_its_documents_opening(builtin_retriever):
 def test_a_sentence_that_introduces_a_code_block_brings_the_block():
     from rag.answer.reading import ReadAnswer, with_introduced_code
 
-    p = {"n": 1, "id": "a#0", "text": "Generate a key with the command:\n\n```console\n$ openssl rand -hex 32\n```\n\nDone."}
+    p = {
+        "n": 1,
+        "id": "a#0",
+        "text": "Generate a key with the command:\n\n```console\n$ openssl rand -hex 32\n```\n\nDone.",
+    }
     answer = with_introduced_code(ReadAnswer("Generate a key with the command: [1] Done. [1]", [], True), [p])
     assert "$ openssl rand -hex 32" in answer.text and answer.text.endswith("Done. [1]")
     assert answer.spans and answer.spans[0]["text"].startswith("```console")

@@ -105,3 +105,12 @@ def test_a_real_run_on_a_small_folder(tmp_path):
     assert summary["n"] == 3 and summary["answerable"] == 2 and summary["absent"] == 1
     assert summary["key_fact"] == 1.0 and summary["cited_right"] == 1.0 and summary["debris"] == 0.0
     assert {r["id"] for r in rows} == {"q1", "q2", "q3"} and all(r["latency_ms"] > 0 for r in rows)
+    assert result["settings"]["use_abstain"] is True
+    out = tmp_path / "out"
+    args = ["eval", "answers", "--no-abstain", "--cli-sample", "0", "--docs", docs, "--questions", q, "--out", out]
+    ran = runner.invoke(app, [str(a) for a in args])
+    assert ran.exit_code == 0, ran.output
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["settings"]["use_abstain"] is False  # the ablation switch reaches the agent
+    lines = [json.loads(line) for line in (out / "per_query.jsonl").read_text().splitlines()]
+    assert all(r["answerable"] is None for r in lines) and (out / "report.md").exists()

@@ -305,7 +305,7 @@ def _eval_docs(docs, questions, options, agent, threads, cli_sample, out):
     settings = RetrievalSettings(encoder=encoder, dim=dim, index=index, reduce=reduce, retriever=retriever)
     with progress_bars() as progress:
         result, rows = evaluate_docs(
-            list(zip(docs, questions)), settings=settings, cli_sample=cli_sample, progress=progress
+            list(zip(docs, questions)), settings=settings, agent=agent, cli_sample=cli_sample, progress=progress
         )
     write_outputs(out, result, rows)
     from rich.table import Table

@@ -102,7 +102,7 @@ def score_answer(item: dict, result: dict, ms: float) -> dict:
         "answer": answer,
         "cited": cited,
         "abstained": float(bool(result.get("abstained"))),
-        "answerable": next((s["answerable"] for s in result["steps"] if "answerable" in s), None),
+        "answerable": next((s["answerable"] for s in result.get("steps", []) if "answerable" in s), None),
         "screen_warned": float(any(SCREEN_MARK in w for w in result["warnings"])),
         "debris": float(has_debris(answer)),
         "latency_ms": ms,
@@ -246,7 +246,8 @@ def evaluate_docs(
             "screen": screen_rate(retriever.corpus.passages),
         }
         per_query.extend(rows)
-    return {"settings": {**base.as_dict(), "max_steps": agent.max_steps}, "folders": folders}, per_query
+    settings = {**base.as_dict(), "max_steps": agent.max_steps, "use_abstain": agent.use_abstain}
+    return {"settings": settings, "folders": folders}, per_query
 
 
 COLUMNS = (
