@@ -31,6 +31,7 @@ from rag.agent.planner import (
     plan_question,
     rewrite_query,
 )
+from rag.answer.abstain import abstention_answer
 from rag.answer.links import anchors, names, subject_links, title_name
 from rag.answer.llm import ExtractiveBackend
 from rag.answer.reading import NOT_FOUND
@@ -407,13 +408,15 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
         step = {"node": "answer", "backend": "none", "citations": [c["id"] for c in closest]}
         text = nothing_found_answer(state["question"]) + (" The closest passage is [1]." if closest else "")
         return {"answer": text, "citations": closest, "spans": [], "mode": mode, "steps": [step], "abstained": True}
-    answerable = answerable_probability(state["question"], passages, ctx) if not calc else None
+    answerable = None
+    if ctx.abstainer is not None and ctx.reader is not None and not calc:
+        answerable = ctx.abstainer.passages_probability(state["question"], passages, ctx.reader)
     if answerable is not None and answerable < ctx.abstainer.threshold:
         step = {"node": "answer", "backend": "abstain", "answerable": answerable, "citations": []}
         if flag_warnings:
             step["warnings"] = flag_warnings
         return {
-            "answer": abstention_answer(passages),
+            "answer": abstention_answer(passages),  # rag.answer.abstain
             "citations": [],
             "spans": [],
             "mode": mode,
@@ -470,29 +473,6 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
         "warnings": warnings,
         "abstained": text.startswith(NOT_FOUND),
     }
-
-
-def answerable_probability(question: str, passages: list[dict], ctx: AgentContext) -> float | None:
-    """The learned probability (rag.answer.abstain) that the passages the reader reads answer the question; None
-    without the model or the reader."""
-    if ctx.abstainer is None or ctx.reader is None or not passages:
-        return None
-    from rag.answer.abstain import PASSAGES
-    from rag.answer.reading import readable
-    from rag.encoders import minilm_query_encoder
-
-    texts = [p["text"] for p in readable(passages)[:PASSAGES]]
-    if not texts:
-        return None
-    spans = ctx.reader.read(question, texts)
-    return round(ctx.abstainer.probability(question, texts, spans, minilm_query_encoder().encode), 3)
-
-
-def abstention_answer(passages: list[dict]) -> str:
-    """The plain answer when the passages do not answer the question: it cites none of them as an answer."""
-    title = next((str(p.get("title") or "").strip() for p in passages if str(p.get("title") or "").strip()), "")
-    closest = f" The closest passage, '{title}', does not answer it." if title else ""
-    return "The documents do not say." + closest
 
 
 def reserve_passages(state: AgentState, ctx: AgentContext, context: list[str]) -> list[dict]:

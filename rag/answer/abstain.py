@@ -98,6 +98,25 @@ class Abstainer:
         """The probability that these passages answer the question."""
         return self.probability_of(evidence_features(question, texts, spans, encode))
 
+    def passages_probability(self, question: str, passages: list[dict], reader) -> float | None:
+        """probability() for the answer step's passages (dicts with "text"), read by its reader and encoded by the
+        MiniLM query encoder; None when none is readable."""
+        from rag.answer.reading import readable
+        from rag.encoders import minilm_query_encoder
+
+        texts = [p["text"] for p in readable(passages)[:PASSAGES]]
+        if not texts:
+            return None
+        spans = reader.read(question, texts)
+        return round(self.probability(question, texts, spans, minilm_query_encoder().encode), 3)
+
+
+def abstention_answer(passages: list[dict]) -> str:
+    """The plain answer when the passages do not answer the question: it cites none of them as an answer."""
+    title = next((str(p.get("title") or "").strip() for p in passages if str(p.get("title") or "").strip()), "")
+    closest = f" The closest passage, '{title}', does not answer it." if title else ""
+    return "The documents do not say." + closest
+
 
 @built_once()
 def default_abstainer() -> Abstainer | None:
