@@ -13,7 +13,7 @@ scikit-learn's LogisticRegression (balanced classes) on standardised rag.answer.
 on those examples. The threshold is chosen on documentation: the built-in corpus's development question sets
 (rag.training.sentence_rank_fit.DEV_SETS, the sets later ones are held out from), read the same two ways over the
 built-in corpus (a passage holding the question's key phrase answers it). It is the highest at which at most
-MAX_FALSE_ABSTAIN of their answerable examples would abstain. The 5-fold cross-validated rates on the training
+MAX_FALSE_ABSTAIN of their answerable examples would abstain (the lowest of THRESHOLDS when none does). The 5-fold cross-validated rates on the training
 examples are reported beside it.
 """
 
@@ -100,7 +100,8 @@ def examples(items, progress=None) -> tuple[np.ndarray, np.ndarray, list[str]]:
 
 
 def choose_threshold(probabilities: np.ndarray, labels: np.ndarray) -> tuple[float, dict]:
-    """The highest threshold at which at most MAX_FALSE_ABSTAIN of the answerable examples abstain."""
+    """The highest threshold at which at most MAX_FALSE_ABSTAIN of the answerable examples abstain; the lowest of
+    THRESHOLDS when none keeps to it."""
     rates = {}
     for t in THRESHOLDS:
         abstain = probabilities < t
