@@ -410,7 +410,10 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
         return {"answer": text, "citations": closest, "spans": [], "mode": mode, "steps": [step], "abstained": True}
     answerable = None
     if ctx.abstainer is not None and ctx.reader is not None and not calc:
-        answerable = ctx.abstainer.passages_probability(state["question"], passages, ctx.reader)
+        # a multi-part question is answerable when one of its parts is: each part is read on its own
+        targets = state["sub_questions"] if mode == "multi-part" and state["sub_questions"] else [state["question"]]
+        found = [ctx.abstainer.passages_probability(t, passages, ctx.reader) for t in targets]
+        answerable = max((p for p in found if p is not None), default=None)
     if answerable is not None and answerable < ctx.abstainer.threshold:
         step = {"node": "answer", "backend": "abstain", "answerable": answerable, "citations": []}
         if flag_warnings:
