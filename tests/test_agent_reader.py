@@ -88,20 +88,3 @@ def test_a_definition_question_reads_its_documents_opening(builtin_retriever):
     ]
     assert opening_lookups(question, ids, {opening: by_id[opening]}, by_id) == []  # found already
     assert opening_lookups("Who wrote the HNSW paper?", ids, {}, by_id) == []  # not a definition question
-
-
-def test_a_sentence_that_introduces_a_code_block_brings_the_block():
-    from rag.answer.reading import ReadAnswer, with_introduced_code
-
-    p = {
-        "n": 1,
-        "id": "a#0",
-        "text": "Generate a key with the command:\n\n```console\n$ openssl rand -hex 32\n```\n\nDone.",
-    }
-    answer = with_introduced_code(ReadAnswer("Generate a key with the command: [1] Done. [1]", [], True), [p])
-    assert "$ openssl rand -hex 32" in answer.text and answer.text.endswith("Done. [1]")
-    assert answer.spans and answer.spans[0]["text"].startswith("```console")
-    plain = ReadAnswer("It is enabled by default. [1]", [], True)
-    assert with_introduced_code(plain, [p]) is plain  # no colon, nothing added
-    far = {**p, "text": "Generate a key with the command:\n\nSee below.\n\n```console\n$ x\n```"}
-    assert "$ x" not in with_introduced_code(ReadAnswer("Generate a key with the command: [1]", [], True), [far]).text

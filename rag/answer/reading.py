@@ -397,36 +397,7 @@ def read_answer(
     support(question, passages) -> str: the best-matching sentence with its [n]; a long answer adds it after the
     span's sentence when it is another sentence (the span's sentence alone often lacks the definition or figure)."""
     r = Reading(reader, question, passages, list(notes or []), sub_questions, short, fallback, support)
-    answer = next(answer for answerer in ANSWERERS if (answer := answerer(r)) is not None)
-    return answer if short else with_introduced_code(answer, passages)
-
-
-MAX_INTRODUCED_CODE = 1200  # characters of a code block added after the sentence that introduces it
-
-
-def with_introduced_code(answer: ReadAnswer, passages: list[dict]) -> ReadAnswer:
-    """A quoted sentence that ends with a colon introduces what follows it in its passage ("use the command:"): when
-    a fenced code block follows it there, the block goes after the sentence, so the answer holds what was introduced."""
-    by_n = {p.get("n"): p for p in passages}
-    for m in re.finditer(r"([^\[\]\n]+:)\s*\[(\d+)\]", answer.text):
-        p = by_n.get(int(m.group(2)))
-        sentence = m.group(1).strip()
-        if p is None or "```" in answer.text or len(sentence) < 8:
-            continue
-        text = str(p.get("text") or "")
-        at = text.find(sentence[-80:])
-        if at < 0:
-            continue
-        rest = text[at + len(sentence[-80:]) :]
-        block = _FENCE.match(rest.lstrip())
-        if not block or len(block.group(0)) > MAX_INTRODUCED_CODE:
-            continue
-        code = block.group(0).strip()
-        start = text.find(code)
-        spans = answer.spans + [_span(p, start, start + len(code))] if start >= 0 else answer.spans
-        joined = answer.text[: m.end()] + "\n\n" + code + "\n\n" + answer.text[m.end() :].lstrip()
-        return ReadAnswer(joined.strip(), spans, answer.found)
-    return answer
+    return next(answer for answerer in ANSWERERS if (answer := answerer(r)) is not None)
 
 
 def options_read(options: dict, short: bool) -> ReadAnswer:
