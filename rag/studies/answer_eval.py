@@ -203,20 +203,26 @@ def contains_fact(answer: str, key: str) -> bool:
 QUESTION_KEYS = ("_id", "question", "passage", "key_phrase")  # "type" is optional ("other")
 
 
-def seed_items(path: Path | None = None) -> list[dict]:
-    """The built-in question set at path (JSONL: _id, question, passage (an id or a list of ids), key_phrase, type),
-    as evaluation items; a RagError naming the line for a file that is missing, not JSON or lacks a key."""
-    path = Path(path or SEED_FILE)
+def question_lines(path: Path, hint: str):
+    """(line number, parsed JSON) for each non-blank line of a JSONL question file; a RagError naming the file when
+    it is missing (with hint: what to pass instead) and the line when it is not JSON."""
     if not path.is_file():
-        raise RagError(f"no question file {path}; pass --seed with a JSONL file of {', '.join(QUESTION_KEYS)}")
-    items = []
+        raise RagError(f"no question file {path}; pass {hint}")
     for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         if not line.strip():
             continue
         try:
-            q = json.loads(line)
+            yield n, json.loads(line)
         except json.JSONDecodeError as exc:
             raise RagError(f"{path}:{n} is not JSON ({exc.msg})") from None
+
+
+def seed_items(path: Path | None = None) -> list[dict]:
+    """The built-in question set at path (JSONL: _id, question, passage (an id or a list of ids), key_phrase, type),
+    as evaluation items; a RagError naming the line for a file that is missing, not JSON or lacks a key."""
+    path = Path(path or SEED_FILE)
+    items = []
+    for n, q in question_lines(path, f"--seed with a JSONL file of {', '.join(QUESTION_KEYS)}"):
         missing = [k for k in QUESTION_KEYS if not isinstance(q, dict) or not q.get(k)]
         if missing:
             raise RagError(f"{path}:{n} lacks {', '.join(missing)}; each line needs {', '.join(QUESTION_KEYS)}")

@@ -34,7 +34,7 @@ from rag.agent.settings import DEFAULT_AGENT, AgentSettings
 from rag.config import RagError, percentile
 from rag.data.fidelity import CODE_FENCED, DEBRIS, PARSER_MESSAGE
 from rag.retrieve import RetrievalSettings
-from rag.studies.answer_eval import contains_fact
+from rag.studies.answer_eval import contains_fact, question_lines
 
 DOC_KEYS = ("question", "key_facts", "type")
 CLI_SAMPLE = 6  # questions timed through the CLI (each costs two cold processes)
@@ -45,16 +45,8 @@ SCREEN_MARK = "addressed to the model"  # the screen's warning (rag.screen.detec
 def load_doc_questions(path: Path) -> list[dict]:
     """The question set at path; a RagError naming the line for a file that is missing, not JSON or malformed."""
     path = Path(path)
-    if not path.is_file():
-        raise RagError(f"no question file {path}; pass --questions with a JSONL file of {', '.join(DOC_KEYS)}")
     items = []
-    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            q = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise RagError(f"{path}:{n} is not JSON ({exc.msg})") from None
+    for n, q in question_lines(path, f"--questions with a JSONL file of {', '.join(DOC_KEYS)}"):
         if not isinstance(q, dict) or any(k not in q for k in DOC_KEYS) or not str(q["question"]).strip():
             raise RagError(f"{path}:{n} lacks one of {', '.join(DOC_KEYS)}; each line needs them")
         facts = q["key_facts"]
