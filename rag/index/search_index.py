@@ -164,23 +164,22 @@ def pack_bits(x: np.ndarray, padded_dim: int) -> np.ndarray:
 
 
 def opq_pq(faiss, x: np.ndarray):
-    """OPQ rotation + PQ (exhaustive asymmetric search), trained and filled. Quiet on small corpora: k-means
-    asks for 39 points per centroid and would warn at every OPQ iteration; 8 per centroid is enough here."""
+    """OPQ rotation + PQ (exhaustive asymmetric search), trained and filled. On a corpus too small for its codebooks
+    it says so once (few_training_points) instead of faiss's warning at every OPQ iteration."""
     n, d = x.shape
     m, bits = pq_shape(d, n)
     if n <= d:  # faiss's OPQ training crashes with no more vectors than dimensions: plain PQ then
         index = faiss.IndexPQ(d, m, bits, faiss.METRIC_INNER_PRODUCT)
-        index.pq.cp.min_points_per_centroid = 8
+        few_training_points([index.pq], n, "opq-pq")
         index.train(x)
         index.add(x)
         return index
     train_pq = faiss.ProductQuantizer(d, m, bits)
-    train_pq.cp.min_points_per_centroid = 8
     opq = faiss.OPQMatrix(d, m)
     opq.niter = 8
     opq.pq = train_pq
     index = faiss.IndexPQ(d, m, bits, faiss.METRIC_INNER_PRODUCT)
-    index.pq.cp.min_points_per_centroid = 8
+    few_training_points([train_pq, index.pq], n, "opq-pq")
     wrapped = faiss.IndexPreTransform(opq, index)
     wrapped.train(x)
     wrapped.add(x)
@@ -191,14 +190,16 @@ def opq_pq(faiss, x: np.ndarray):
 MIN_POINTS_PER_CENTROID = 39  # what faiss's k-means asks for before it warns
 
 
-def few_training_points(index, n_train: int, kind: str) -> None:
+def few_training_points(pqs: list, n_train: int, kind: str) -> None:
     """PQ codebooks of 2**bits centroids want 39 training points each. With fewer, faiss prints one warning per
-    sub-quantizer (dozens of lines); say it once, with what to do, and let faiss train quietly."""
-    centroids = 1 << index.pq.nbits
+    sub-quantizer and k-means run (hundreds of lines for OPQ); say it once per index, with what to do, and let faiss
+    train quietly (min_points_per_centroid only decides faiss's warning: the training is the same)."""
+    centroids = 1 << pqs[0].nbits
     wanted = MIN_POINTS_PER_CENTROID * centroids
     if n_train >= wanted:
         return
-    index.pq.cp.min_points_per_centroid = 1  # the warning only: training itself is unchanged
+    for pq in pqs:
+        pq.cp.min_points_per_centroid = 1
     warnings.warn(
         f"{kind} on {n_train:,} vectors: its {centroids} centroids per sub-quantizer want {wanted:,} "
         "training points; consider flat or hnsw for a corpus this small",
@@ -241,7 +242,7 @@ def build_index(
         if train_size is not None and train_size < n:
             sample = x[np.sort(np.random.default_rng(seed).choice(n, train_size, replace=False))]
         if entry.pq and entry.ivf:
-            few_training_points(index, len(sample), kind)
+            few_training_points([index.pq], len(sample), kind)
         if entry.keeps_floats and len(sample) < 16:  # k-means needs a point per 4-bit centroid: repeat them
             sample = np.resize(sample, (16, d))
         index.train(sample)
