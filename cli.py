@@ -2,7 +2,7 @@
 
 Heavy libraries (torch, faiss, transformers, langgraph) are imported inside the commands, so `rag --help` stays fast.
 Whatever goes wrong ends in one line on stderr and exit code 1 (`--debug` shows the traceback); every RagWarning
-the library raises is printed as one `warning:` line.
+the library raises is printed once as one `warning:` line, every RagNote as one plain line.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ try:  # typer ≥ 0.2x carries its own copy of click; its exceptions are the one
 except ImportError:  # pragma: no cover - an older typer on the real click
     from click import ClickException
 
-from rag.config import RagWarning, runtime_environment
+from rag.config import RagNote, RagWarning, runtime_environment
 
 runtime_environment()  # before torch or faiss start their thread pools
 
 from rag.commands import advise, agent, bench, corpus, evaluate, index, lm, scale, search, serve, train  # noqa: E402
-from rag.commands.common import err_console, safe, warn  # noqa: E402
+from rag.commands.common import err_console, note, safe, warn  # noqa: E402
 
 
 def one_line(exc: BaseException) -> str:
@@ -67,8 +67,25 @@ def quiet_broken_pipe() -> None:
     raise typer.Exit(1)
 
 
+def rag_warnings_once(shown):
+    """A warnings.showwarning that prints each distinct RagWarning once per command (the same index kind too small
+    at three d is one line): RagNotes as plain lines, others as `warning:` lines; other warnings go to `shown`."""
+    said: set[str] = set()
+
+    def show(message, category, *args, **kwargs):
+        if not issubclass(category, RagWarning):
+            return shown(message, category, *args, **kwargs)
+        line = str(message)
+        if line not in said:
+            said.add(line)
+            (note if issubclass(category, RagNote) else warn)(line)
+
+    return show
+
+
 class RagGroup(TyperGroup):
-    """The root group: RagWarnings become `warning:` lines, and no exception leaves as a traceback."""
+    """The root group: RagWarnings become `warning:` lines (RagNotes plain lines), each said once, and no exception
+    leaves as a traceback."""
 
     def make_context(self, info_name, args, parent=None, **extra):
         """The root's own options (`rag --bogus`): a usage error in one line too."""
@@ -84,10 +101,7 @@ class RagGroup(TyperGroup):
         debug = bool(ctx.params.get("debug"))
         with warnings.catch_warnings():
             warnings.simplefilter("always", RagWarning)
-            shown = warnings.showwarning
-            warnings.showwarning = lambda m, c, *a, **k: (
-                warn(str(m)) if issubclass(c, RagWarning) else shown(m, c, *a, **k)
-            )
+            warnings.showwarning = rag_warnings_once(warnings.showwarning)
             try:
                 return super().invoke(ctx)
             except ClickException as exc:  # a usage error: one line, not rich's box

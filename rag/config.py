@@ -34,7 +34,13 @@ class RagError(Exception):
 class RagWarning(UserWarning):
     """Something the user should know that did not stop the work (a discarded cache, cut passages, a long wait).
 
-    Library code raises it with warnings.warn; the CLI prints each as one `warning:` line."""
+    Library code raises it with warnings.warn; the CLI prints each as one `warning:` line. Keep that label for what
+    asks something of the user (a better index kind, a filter that kept nothing); what is only news is a RagNote."""
+
+
+class RagNote(RagWarning):
+    """News that asks nothing of the user (an index updated first, a long encode announced, a cache file made
+    again): the CLI prints it as a plain line, without the `warning:` label."""
 
 
 def built_once(maxsize: int | None = 1):

@@ -36,7 +36,13 @@ def fail(message: str, code: int = 1):
 
 
 def warn(message: str) -> None:
+    """Something the user should act on, as one `warning:` line on stderr."""
     err_console.print(f"[yellow]warning:[/] {safe(message)}", highlight=False, soft_wrap=True)
+
+
+def note(message: str) -> None:
+    """News that asks nothing of the user, as one plain line on stderr (no label)."""
+    err_console.print(safe(message), highlight=False, soft_wrap=True)
 
 
 def handle_errors(func):

@@ -3,9 +3,9 @@
 A sweep over d never encodes again: reducers derive every lower d from these vectors. Encoding runs in parts of
 512 documents, each saved atomically, so a killed run resumes from the last finished part.
 
-A cached file that cannot be read, has the wrong shape, or holds NaN/Inf is discarded with a RagWarning and
+A cached file that cannot be read, has the wrong shape, or holds NaN/Inf is discarded with a RagNote and
 encoded again. Before a long encode, the rate measured on the first documents gives an estimate; one over
-ESTIMATE_WARN_S is announced (a RagWarning) before the rest is encoded.
+ESTIMATE_WARN_S is announced (a RagNote) before the rest is encoded.
 
 Beside the per-corpus files sits a per-passage cache for encoders without corpus statistics (MiniLM): vectors keyed
 by the sha256 of the text the encoder reads, in `embeddings/by-passage/<encoder>/pack-*.npz`. A corpus that gained
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.config import RagWarning, atomic_write, cache_dir
+from rag.config import RagNote, atomic_write, cache_dir
 from rag.encoders.base import Encoder, ProgressFn, document_text
 
 ESTIMATE_WARN_S = 60.0  # announce an encode estimated to take longer than about a minute
@@ -59,7 +59,7 @@ def save_npz(path: Path, arrays: dict) -> None:
 
 
 def discard(path: Path, why: str) -> None:
-    warnings.warn(f"embedding cache {path} {why}; discarded, encoding again", RagWarning, stacklevel=3)
+    warnings.warn(f"embedding cache {path} {why}; discarded, encoding again", RagNote, stacklevel=3)
     path.unlink(missing_ok=True)
 
 
@@ -149,7 +149,7 @@ def announce_estimate(encoder: Encoder, seconds: float, probed: int, remaining: 
             f"encoding {remaining:,} passages with {encoder.name} will take about {max(1, round(estimate / 60))} "
             f"minute(s) here ({probed / max(seconds, 1e-9):.1f} passages/s measured on the first {probed}); "
             "a smaller corpus or a table encoder is faster",
-            RagWarning,
+            RagNote,
             stacklevel=3,
         )
 

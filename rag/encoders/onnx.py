@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.config import RagError, RagWarning, atomic_write, cache_dir, runtime_environment
+from rag.config import RagError, RagNote, atomic_write, cache_dir, runtime_environment
 from rag.encoders.base import encode_sorted
 
 ONNX_BACKENDS = ("onnx", "onnx-int8")
@@ -31,8 +31,8 @@ OPSET = 17
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
-class OnnxCacheWarning(RagWarning):
-    """A cached ONNX model failed its checksum and is being re-exported."""
+class OnnxCacheWarning(RagNote):
+    """A cached ONNX model failed its checksum and is being re-exported (news: it mends itself)."""
 
 
 def minilm_dir() -> Path:

@@ -15,7 +15,7 @@ import sys
 import warnings
 from functools import lru_cache
 
-from rag.config import RagWarning, built_once
+from rag.config import RagNote, built_once
 from rag.index.kinds import import_faiss, index_kind, pq_shape
 
 # faiss GPU IVF-PQ (faiss/gpu/impl/PQCodeDistances and the wiki's "GPU faiss" limits): bytes per code it supports,
@@ -80,5 +80,5 @@ def gpu_placement(kind: str, d: int, n: int, where: str) -> tuple[str, dict, str
 
 @lru_cache(maxsize=None)
 def warn_cpu_fallback(kind: str, why: str) -> None:
-    """One warning per kind and reason per process: this kind stays on the CPU although faiss sees a GPU."""
-    warnings.warn(f"--index {kind} runs on the CPU: {why}", RagWarning, stacklevel=4)
+    """One line per kind and reason per process: this kind stays on the CPU although faiss sees a GPU."""
+    warnings.warn(f"--index {kind} runs on the CPU: {why}", RagNote, stacklevel=4)

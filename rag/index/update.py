@@ -4,7 +4,7 @@
   per-passage embedding cache (rag.encoders.cache), so only new or changed passages are encoded; each index is
   written as a new version and swapped in atomically, like any build.
 - `refresh_if_changed(corpus, spec)` is what search and ask call first: a folder corpus whose files changed since
-  its index was built is updated (update_indexes) before it is searched, with a RagWarning before and after saying
+  its index was built is updated (update_indexes) before it is searched, with a RagNote before and after saying
   what changed and what it cost; a change with more than AUTO_UPDATE_MAX passages to encode is refused with the
   command that does it, never started unasked.
 - `prune(keep)` removes all but the newest `keep` versions of every index (never the current one, never one that a
@@ -25,7 +25,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from rag.config import RagError, RagWarning, bm25_cache_dir, cache_dir, index_dir
+from rag.config import RagError, RagNote, bm25_cache_dir, cache_dir, index_dir
 from rag.data.corpus import NAMED_CORPORA, Corpus, Passage
 from rag.encoders import get_encoder, vector_name
 from rag.encoders.base import document_text
@@ -150,7 +150,7 @@ def refresh_if_changed(
         )
     warnings.warn(
         f"{corpus.name} changed since its index was built ({what}); updating its indexes first",
-        RagWarning,
+        RagNote,
         stacklevel=2,
     )
     start = time.perf_counter()
@@ -160,7 +160,7 @@ def refresh_if_changed(
     updated = sum(r["status"] == "updated" for r in rows)
     warnings.warn(
         f"updated {plural(updated, 'index', 'indexes')} of {corpus.name} in {seconds:.1f} s, encoding {plural(encoded, 'passage')}",
-        RagWarning,
+        RagNote,
         stacklevel=2,
     )
     return {**diff, "encoded": encoded, "indexes": rows, "seconds": round(seconds, 3)}
