@@ -23,6 +23,7 @@ $(VENV)/.installed: pyproject.toml
 
 demo: install
 	$(BIN)/rag index build --corpus builtin --encoder minilm --index flat
+	$(BIN)/rag prepare
 	$(BIN)/rag search "How many parameters does a 50k x 768 embedding table have?" -k 3
 	$(BIN)/rag ask "What does the embedding dimension control, and how many parameters does a 50k×768 table have?"
 	@echo

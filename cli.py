@@ -24,7 +24,7 @@ from rag.config import RagNote, RagWarning, runtime_environment
 
 runtime_environment()  # before torch or faiss start their thread pools
 
-from rag.commands import advise, agent, bench, corpus, evaluate, index, lm, scale, search, serve, train  # noqa: E402
+from rag.commands import advise, agent, bench, corpus, evaluate, index, lm, prepare, scale, search, serve, train  # noqa: E402
 from rag.commands.common import err_console, note, safe, warn  # noqa: E402
 
 
@@ -142,6 +142,7 @@ def main(debug: bool = typer.Option(False, "--debug", help="On an unexpected err
 app.command("ask")(agent.ask)
 app.command("advise")(advise.advise)
 app.command("search")(search.search)
+app.command("prepare")(prepare.prepare)
 app.command("serve")(serve.serve)
 app.add_typer(corpus.app, name="corpus")
 app.add_typer(index.app, name="index")

@@ -68,12 +68,17 @@ def vetoable(flags: list) -> bool:
 def export_trunk(weights: Path, target: Path) -> None:
     """SmolLM2's embeddings and first LAYER layers, with the mean over the tokens, exported to ONNX once (into
     RAG_CACHE_DIR/onnx, by rag.models.onnx_sessions.load_session); only this export imports torch."""
+    import contextlib
+    import io
+    import warnings
+
     import torch
     from transformers import AutoModelForCausalLM
 
     from rag.encoders.smollm2 import cached_model_dir, load_smollm2
 
-    load_smollm2()  # the first use dequantizes the packaged GGUF into the cache
+    with contextlib.redirect_stderr(io.StringIO()):  # transformers' "de-quantizing GGUF tensors" progress bar
+        load_smollm2()  # the first use dequantizes the packaged GGUF into the cache
     model = AutoModelForCausalLM.from_pretrained(cached_model_dir(), attn_implementation="eager").eval()
 
     class Trunk(torch.nn.Module):
@@ -86,16 +91,18 @@ def export_trunk(weights: Path, target: Path) -> None:
             return out.hidden_states[LAYER].mean(1)
 
     example = torch.tensor([[1, 2, 3]], dtype=torch.long)
-    torch.onnx.export(
-        Trunk().eval(),
-        (example,),
-        str(target),
-        input_names=["input_ids"],
-        output_names=["mean"],
-        dynamic_axes={"input_ids": {1: "tokens"}},
-        opset_version=17,
-        dynamo=False,
-    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's TracerWarnings about python values in SmolLM2's mask code
+        torch.onnx.export(
+            Trunk().eval(),
+            (example,),
+            str(target),
+            input_names=["input_ids"],
+            output_names=["mean"],
+            dynamic_axes={"input_ids": {1: "tokens"}},
+            opset_version=17,
+            dynamo=False,
+        )
 
 
 @built_once()

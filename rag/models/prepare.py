@@ -1,0 +1,105 @@
+"""Every model file a question can need, made before the first question: `rag prepare` (which `make demo` runs).
+
+The query path reads ONNX files exported into RAG_CACHE_DIR/onnx from the packaged weights: MiniLM's int8 query
+encoder, the span reader, the injection classifier (int8) and the screen verifier (SmolLM2's first layers, whose
+export first dequantizes the packaged GGUF). Each is made on first use when missing, which put torch, its tracer's
+warnings, the GGUF progress bar and up to two minutes into a user's first question. `prepare_query_models` makes
+each missing one here instead, in a child process whose library output is kept off the terminal, and says one line
+per model. A model that fails is said in one line and left to the first question that needs it, as before.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag.config import REPO_DIR
+
+EXPORT_TIMEOUT_S = 1800
+
+
+@dataclass(frozen=True)
+class QueryModel:
+    name: str
+    target: Callable[[], Path | None]  # the file it makes (None: not shipped here, nothing to make)
+    code: str  # Python that makes it, run in a child process
+
+
+def minilm_int8() -> Path:
+    from rag.encoders.onnx import model_file
+
+    return model_file("onnx-int8")
+
+
+def reader_file() -> Path | None:
+    from rag.answer.reader import WEIGHTS, reader_onnx_file
+
+    return reader_onnx_file() if WEIGHTS.exists() else None
+
+
+def classifier_file() -> Path | None:
+    from rag.models.onnx_sessions import onnx_file
+    from rag.screen.classifier import INT8, RETRAIN, WEIGHTS
+
+    if not WEIGHTS.exists():
+        return None
+    path = onnx_file("screen", WEIGHTS, RETRAIN)
+    return path.with_name("model.int8.onnx") if INT8 else path
+
+
+def verifier_file() -> Path | None:
+    from rag.models.onnx_sessions import onnx_file
+    from rag.screen.verifier import RETRAIN, WEIGHTS, WEIGHTS_INFO
+
+    return onnx_file("screen-verifier", WEIGHTS, RETRAIN) if WEIGHTS.exists() and WEIGHTS_INFO.exists() else None
+
+
+QUERY_MODELS = (
+    QueryModel(
+        "MiniLM's int8 query encoder", minilm_int8, "from rag.encoders.onnx import ensure_model as m; m('onnx-int8')"
+    ),
+    QueryModel("the span reader", reader_file, "from rag.answer.reader import load_session as m; m()"),
+    QueryModel("the injection classifier", classifier_file, "from rag.screen.classifier import Classifier as m; m()"),
+    QueryModel(
+        "the screen verifier (SmolLM2's first layers; dequantizes the packaged GGUF)",
+        verifier_file,
+        "from rag.screen.verifier import trunk as m; m()",
+    ),
+)
+
+
+def missing_models(models=QUERY_MODELS) -> list[QueryModel]:
+    """The models whose file is not in the cache yet (a file that fails its sha256 is made again on first use)."""
+    return [m for m in models if (target := m.target()) is not None and not target.exists()]
+
+
+def prepare_query_models(say: Callable[[str], None], models=QUERY_MODELS) -> dict:
+    """Make each missing model in a child process, one line each; {"made": [...], "failed": [...], "seconds": s}."""
+    made, failed, start = [], [], time.perf_counter()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_DIR), os.environ.get("PYTHONPATH")]))}
+    for model in missing_models(models):
+        began = time.perf_counter()
+        say(f"preparing {model.name} (once per cache)")
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", model.code],
+                cwd=REPO_DIR,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=EXPORT_TIMEOUT_S,
+            )
+            ok = done.returncode == 0 and model.target().exists()
+            why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            ok, why = False, str(exc)
+        if ok:
+            made.append({"model": model.name, "seconds": round(time.perf_counter() - began, 1)})
+        else:
+            failed.append({"model": model.name, "why": why[:200]})
+    return {"made": made, "failed": failed, "seconds": round(time.perf_counter() - start, 1)}

@@ -1,0 +1,63 @@
+"""`rag prepare`: the query path's model exports made before the first question, one line each, quietly."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rag.config import cache_dir
+from rag.models.prepare import QueryModel, missing_models, prepare_query_models
+
+REPO = Path(__file__).resolve().parents[1]
+QUESTION = "What does the embedding dimension control?"
+
+
+def test_each_missing_model_is_made_once_in_a_child_process_with_one_line(tmp_path):
+    target = tmp_path / "model.onnx"
+    chatty = (
+        "import sys, warnings; warnings.warn('tracer chatter'); print('Converting tensors', file=sys.stderr); "
+        f"open({str(target)!r}, 'w').write('weights')"
+    )
+    model = QueryModel("a model", lambda: target, chatty)
+    said = []
+    result = prepare_query_models(said.append, [model])
+    assert target.read_text() == "weights" and said == ["preparing a model (once per cache)"]
+    assert [m["model"] for m in result["made"]] == ["a model"] and not result["failed"]
+    assert missing_models([model]) == [] and prepare_query_models(said.append, [model])["made"] == []
+    assert len(said) == 1  # made: nothing to say the second time
+    broken = QueryModel("a broken model", lambda: tmp_path / "never.onnx", "raise SystemExit('no weights here')")
+    result = prepare_query_models(said.append, [broken, QueryModel("not shipped", lambda: None, "raise SystemExit")])
+    assert result["failed"] == [{"model": "a broken model", "why": "no weights here"}] and len(said) == 2
+
+
+def rag(*args, timeout=1800):
+    env = {**os.environ, "COLUMNS": "120"}
+    return subprocess.run(
+        [sys.executable, "cli.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def cached_files() -> set[str]:
+    return {str(p.relative_to(cache_dir())) for p in (cache_dir() / "onnx").rglob("*") if p.is_file()}
+
+
+@pytest.mark.slow
+def test_after_build_and_prepare_the_first_ask_makes_nothing_and_prints_no_library_output(index_dir):
+    """The first `rag ask` used to export three models and the screen verifier (GGUF dequantization, torch's
+    TracerWarnings) inside the question; after `rag prepare` it reads the cached files only."""
+    built = rag("index", "build", "--corpus", "builtin")
+    assert built.returncode == 0, built.stderr[-2000:]
+    prepared = rag("prepare")
+    assert prepared.returncode == 0 and "query models ready" in prepared.stdout, prepared.stderr[-2000:]
+    assert all(line.startswith("preparing ") for line in prepared.stderr.splitlines()), prepared.stderr[-2000:]
+    assert missing_models() == []
+    before = cached_files()
+    asked = rag("ask", QUESTION)
+    assert asked.returncode == 0 and "[1]" in asked.stdout, asked.stderr[-2000:]
+    for noise in ("GGUF", "TracerWarning", "Warning", "WARNING", "de-quantizing"):
+        assert noise not in asked.stderr, asked.stderr[-2000:]
+    assert cached_files() == before  # nothing exported during the question
+    again = rag("prepare")
+    assert again.returncode == 0 and "nothing to make" in again.stdout and not again.stderr
