@@ -199,3 +199,16 @@ def test_a_short_answer_reads_no_reserve(builtin_retriever):
 
     state = {"lists": [{"tier": 0, "ids": ["bm25.md#0"]}], "found": {"bm25.md#0": {"kept": False}}}
     assert reserve_passages(state, AgentContext(retriever=builtin_retriever, backend=None, short_answer=True), []) == []
+
+
+def test_the_calculator_is_switched_by_the_settings(builtin_retriever):
+    question = "How many parameters does a 50k x 768 embedding table have?"
+    on = run_agent(question, agent=AgentSettings(max_steps=1), retriever=builtin_retriever)
+    off = run_agent(question, agent=AgentSettings(max_steps=1, use_calculator=False), retriever=builtin_retriever)
+    assert on["steps"][0]["calculator"] and "38,400,000" in on["answer"]
+    assert off["steps"][0]["calculator"] is None
+
+
+def test_an_unknown_answer_component_is_refused_with_the_closest_name():
+    with pytest.raises(RagError, match="did you mean span"):
+        AgentSettings(without=("spam",)).validated()

@@ -216,3 +216,13 @@ def test_a_definition_carries_on_into_its_sequel_and_a_titled_section_opens_with
     section[0]["title"] = "Similarity — Cosine normalisation"
     sentence, _ = definition_sentence("What is cosine normalisation?", section)
     assert sentence.startswith("Scale each row by its norm")
+
+
+@needs_reader
+def test_an_answerer_turned_off_is_not_asked(reader):
+    text = "## Install\n\nInstall Zephyr with HTTP/2 support:\n\n```bash\npip install 'zephyr[http2]'\n```\n\nDone."
+    question = "How do I install Zephyr with HTTP/2 support?"
+    on = read_answer(reader, question, passages(FILLER, text))
+    off = read_answer(reader, question, passages(FILLER, text), without=("code",))
+    assert on.text.startswith("Install Zephyr with HTTP/2 support:\n\n```bash")  # the code answer: intro and block
+    assert off.text != on.text  # the next answerer (the reader's span) answered instead

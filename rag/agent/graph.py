@@ -167,6 +167,8 @@ def run_agent(
         reader=MemoReader(reader) if reader is not None else None,
         hop_threshold=agent.hop_threshold,
         abstainer=default_abstainer() if agent.use_abstain else None,
+        use_calculator=agent.use_calculator,
+        without=tuple(agent.without),
     )
     bound = Run(ctx, on_step)
     state = compiled_graph().invoke(

@@ -89,11 +89,13 @@ class AgentContext:
     reader: Any = None  # rag.answer.reading.MemoReader over the learned reader; None: no reader
     hop_threshold: float | None = None  # multi-hop probability for a planned hop to run (None: the trained model's)
     abstainer: Any = None  # rag.answer.abstain.Abstainer: the answer abstains below its threshold; None: never
+    use_calculator: bool = True  # the formula tool (rag.calculator) answers the formulas it knows
+    without: tuple[str, ...] = ()  # answer components turned off (AgentSettings.without)
 
 
 def analyze(state: AgentState, ctx: AgentContext) -> dict:
     """Plan the question: its mode, sub-questions, the calculator, the first searches and entity lookups."""
-    plan = plan_question(state["question"])
+    plan = plan_question(state["question"], use_calculator=ctx.use_calculator)
     pending = [{"query": q, "tier": 0} for q in plan["queries"]]
     pending += [{"query": q, "tier": 2} for q in plan["extra_queries"]]
     mentioned = ctx.linker.mentions(state["question"]) if ctx.linker else []
@@ -554,7 +556,14 @@ def _answer_with_fallback(
         spans = []
         if hasattr(ctx.backend, "answer_spans"):
             text, spans = ctx.backend.answer_spans(
-                question, passages, notes, subs, short=ctx.short_answer, reader=ctx.reader, reserve=list(reserve)
+                question,
+                passages,
+                notes,
+                subs,
+                short=ctx.short_answer,
+                reader=ctx.reader,
+                reserve=list(reserve),
+                without=ctx.without,
             )
         else:
             text = ctx.backend.answer(question, passages, notes, subs, short=ctx.short_answer)
@@ -569,7 +578,14 @@ def _answer_with_fallback(
         )
         if ctx.reader is not None:
             text, spans = used.answer_spans(
-                question, passages, notes, subs, short=ctx.short_answer, reader=ctx.reader, reserve=list(reserve)
+                question,
+                passages,
+                notes,
+                subs,
+                short=ctx.short_answer,
+                reader=ctx.reader,
+                reserve=list(reserve),
+                without=ctx.without,
             )
             return text, spans, used, [warning]
         return used.answer(question, passages, notes, subs, short=ctx.short_answer), [], used, [warning]

@@ -73,11 +73,12 @@ def _calc_dict(question: str, parts: list[str]) -> dict | None:
     }
 
 
-def plan_question(question: str) -> dict:
+def plan_question(question: str, use_calculator: bool = True) -> dict:
     """Return {mode, sub_questions, queries (first searches), extra_queries (searched alongside, ranked after
-    lookups), calc, bridge_template, hop (whether a second hop follows the first search)} for a question."""
+    lookups), calc, bridge_template, hop (whether a second hop follows the first search)} for a question.
+    use_calculator=False: the formula tool is off (AgentSettings.use_calculator), calc is None."""
     parts = split_parts(question)
-    calc = _calc_dict(question, parts)
+    calc = _calc_dict(question, parts) if use_calculator else None
     plan = {
         "mode": "direct",
         "sub_questions": [],

@@ -6,12 +6,18 @@ build one; its defaults are the only place the agent's defaults live.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import asdict, dataclass
 
 from rag.answer.llm import LLM_BACKENDS, check_backend_settings, check_llm
+from rag.answer.reading import SWITCHABLE
 from rag.config import RagError
 
 MAX_STEPS_LIMIT = 20  # the most retrieval rounds one question may take (HTTP bounds it the same)
+# The answer components an ablation may turn off: the answerers (rag.answer.reading.ANSWERERS) but those that only
+# pass the calculator's notes on (use_calculator turns the tool off) and the last, and the learned sentence ranker that
+# a long answer adds a sentence from (rag.answer.sentence_rank).
+COMPONENTS = (*(n for n in SWITCHABLE if n not in ("calculator", "notes")), "sentence-ranker")
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,8 @@ class AgentSettings:
     use_reader: bool = True  # the learned span reader (rag.answer.reader) picks extractive answers when it ships
     use_abstain: bool = True  # say "the documents do not say" when the learned decision (rag.answer.abstain) finds
     # that the passages do not answer the question
+    use_calculator: bool = True  # the formula tool (rag.calculator): it knows the built-in corpus's formulas only
+    without: tuple[str, ...] = ()  # COMPONENTS turned off, for an ablation
     hop_threshold: float | None = None  # multi-hop probability at which a planned second hop runs (None: the one
     # `rag train hop` chose, rag/models/multihop_weights.json; 0 runs every planned hop, 1 none)
 
@@ -36,6 +44,11 @@ class AgentSettings:
                 f"--max-steps must be at least 1 and at most {MAX_STEPS_LIMIT} (max_steps={steps!r}); "
                 f"try --max-steps {AgentSettings.max_steps}"
             )
+        for name in self.without:
+            if name not in COMPONENTS:
+                close = difflib.get_close_matches(str(name), COMPONENTS, n=1, cutoff=0.5)
+                hint = f"did you mean {close[0]}? " if close else ""
+                raise RagError(f"unknown answer component {name!r}: {hint}choose from {', '.join(COMPONENTS)}")
         t = self.hop_threshold
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.0 <= t <= 1.0):
             raise RagError(f"--hop-threshold must be a probability from 0 to 1 (hop_threshold={t!r}); leave it unset")

@@ -94,6 +94,7 @@ class ExtractiveBackend:
         short: bool = False,
         reader=None,
         reserve: list[dict] | None = None,
+        without: tuple[str, ...] = (),
     ) -> tuple[str, list[dict]]:
         """(answer, the spans it quotes: {n, id, text, start, end}) from the learned reader (`reader`, else the
         backend's own); without a reader, the sentence-ranking answer and no spans. A long answer that was found
@@ -113,9 +114,10 @@ class ExtractiveBackend:
             short,
             fallback=self.sentence_answer,
             support=self.support_sentence,
+            without=without,
         )
         text = result.text
-        if self.ranked_sentence and result.found and not short:
+        if self.ranked_sentence and result.found and not short and "sentence-ranker" not in without:
             from rag.answer.sentence_rank import with_best_sentence
 
             text = with_best_sentence(question, passages, text, reader, reserve)

@@ -366,17 +366,19 @@ def not_found(r: Reading) -> ReadAnswer:
     return ReadAnswer(text, [], False)
 
 
-# The answerers, in the order they are asked: the first that answers wins. The only place the order lives.
-ANSWERERS = (
-    code_answer,
-    calculator_answer,
-    options_answerer,
-    yes_no_answer,
-    span_answer,
-    ranked_sentence_answer,
-    notes_answer,
-    not_found,
-)
+# The answerers by name, in the order they are asked: the first that answers wins. The only place the order lives;
+# `AgentSettings.without` names the ones an ablation turns off (not-found always answers last).
+ANSWERERS = {
+    "code": code_answer,
+    "calculator": calculator_answer,
+    "options": options_answerer,
+    "yes-no": yes_no_answer,
+    "span": span_answer,
+    "ranked-sentence": ranked_sentence_answer,
+    "notes": notes_answer,
+    "not-found": not_found,
+}
+SWITCHABLE = tuple(name for name in ANSWERERS if name != "not-found")
 
 
 def read_answer(
@@ -388,6 +390,7 @@ def read_answer(
     short: bool = False,
     fallback=None,
     support=None,
+    without: frozenset[str] | tuple[str, ...] = (),
 ) -> ReadAnswer:
     """The answer text with [n] markers and the spans it quotes: the first of ANSWERERS that answers.
 
@@ -397,7 +400,8 @@ def read_answer(
     support(question, passages) -> str: the best-matching sentence with its [n]; a long answer adds it after the
     span's sentence when it is another sentence (the span's sentence alone often lacks the definition or figure)."""
     r = Reading(reader, question, passages, list(notes or []), sub_questions, short, fallback, support)
-    return next(answer for answerer in ANSWERERS if (answer := answerer(r)) is not None)
+    asked = [fn for name, fn in ANSWERERS.items() if name == "not-found" or name not in without]
+    return next(answer for answerer in asked if (answer := answerer(r)) is not None)
 
 
 def options_read(options: dict, short: bool) -> ReadAnswer:

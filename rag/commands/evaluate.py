@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from rag.agent.settings import DEFAULT_AGENT, AgentSettings
+from rag.agent.settings import COMPONENTS, DEFAULT_AGENT, AgentSettings
 from rag.commands.common import console, err_console, handle_errors, print_json, progress_bars, safe
 from rag.commands.options import (
     BackendOpt,
@@ -262,6 +262,11 @@ def eval_answers(
     abstain: bool = typer.Option(
         True, "--abstain/--no-abstain", help="The learned abstention (rag.answer.abstain) on, or off for an ablation."
     ),
+    without: list[str] = typer.Option(
+        None,
+        "--without",
+        help=f"An answer component to turn off for an ablation (repeat): calculator, {', '.join(COMPONENTS)}.",
+    ),
     cli_sample: int = typer.Option(
         6, "--cli-sample", min=0, help="--docs: questions also timed as `rag search` and `rag ask` processes."
     ),
@@ -270,7 +275,14 @@ def eval_answers(
     """Answer EM/F1 (SQuAD reading and open-domain, HotpotQA), key facts and citations (built-in corpus); with
     --docs DIR --questions FILE, the agent on a documentation folder: key fact, right file cited, abstention,
     screen warnings, markup in answers, and the CLI's ask/search latency ratio."""
-    agent = AgentSettings(max_steps=max_steps, hop_threshold=hop_threshold, use_abstain=abstain)  # checked below
+    off = tuple(w for w in without or () if w != "calculator")
+    agent = AgentSettings(  # checked below
+        max_steps=max_steps,
+        hop_threshold=hop_threshold,
+        use_abstain=abstain,
+        use_calculator="calculator" not in (without or ()),
+        without=off,
+    )
     if docs or questions:
         _eval_docs(
             docs or [], questions or [], (encoder, dim, index, reduce, retriever), agent, threads, cli_sample, out

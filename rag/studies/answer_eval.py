@@ -326,6 +326,9 @@ def evaluate_answers(
             **base.as_dict(),
             "max_steps": agent.max_steps,
             "hop_threshold": effective_threshold(agent.hop_threshold),
+            "use_abstain": agent.use_abstain,
+            "use_calculator": agent.use_calculator,
+            "without": list(agent.without),
             "squad_questions": f"{squad_limit} from the last {EVAL_ARTICLES} articles (the first {TRAIN_ARTICLES} "
             "train the reader)",
             "hotpotqa_questions": f"queries after the first {HOTPOT_DEV} (held out)",

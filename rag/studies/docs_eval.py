@@ -238,7 +238,13 @@ def evaluate_docs(
             "screen": screen_rate(retriever.corpus.passages),
         }
         per_query.extend(rows)
-    settings = {**base.as_dict(), "max_steps": agent.max_steps, "use_abstain": agent.use_abstain}
+    settings = {
+        **base.as_dict(),
+        "max_steps": agent.max_steps,
+        "use_abstain": agent.use_abstain,
+        "use_calculator": agent.use_calculator,
+        "without": list(agent.without),
+    }
     return {"settings": settings, "folders": folders}, per_query
 
 
