@@ -89,8 +89,13 @@ def examples(items, progress=None) -> tuple[np.ndarray, np.ndarray, list[str]]:
         if corpus not in retrievers:
             retrievers[corpus] = Retriever.open(replace(RetrievalSettings(corpus=corpus), k=DEPTH).validated())
         texts = [h.passage.text for h in retrievers[corpus].search(question, DEPTH)]
-        for chosen in (texts[:PASSAGES], [t for t in texts if not holds_answer(t, answers)][:PASSAGES]):
-            spans = reader.read(question, chosen)
+        pairs = (texts[:PASSAGES], [t for t in texts if not holds_answer(t, answers)][:PASSAGES])
+        union = list(dict.fromkeys(pairs[0] + pairs[1]))  # each passage is read once: the reader reads each alone
+        read = reader.read(question, union)
+        for chosen in pairs:
+            where = {t: i for i, t in enumerate(chosen)}  # a span's passage index over chosen, best margin first
+            spans = [replace(sp, passage=where[union[sp.passage]]) for sp in read if union[sp.passage] in where]
+            # encoded as query time encodes them: the question and exactly these passages in one batch
             xs.append(evidence_features(question, chosen, spans, encoder.encode))
             ys.append(int(any(holds_answer(t, answers) for t in chosen)))
             names.append(corpus)
