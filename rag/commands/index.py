@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Optional
 
@@ -15,12 +14,13 @@ from rag.commands.common import (
     key_table,
     print_json,
     progress_bar,
+    progress_bars,
     safe,
     warn,
 )
 from rag.commands.options import DEFAULTS, BackendOpt, CorpusOpt, DimOpt, EncoderOpt, IndexOpt, ReduceOpt
-from rag.commands.scale import AddressOpt, EngineOpt, ShardsOpt, build_sharded_cmd
-from rag.commands.stream import ChunkOpt, ResumeOpt, StreamOpt, build_streamed_cmd
+from rag.commands.scale import AddressOpt, EngineOpt, ShardsOpt, render_sharded
+from rag.commands.stream import ChunkOpt, ResumeOpt, StreamOpt, render_streamed
 
 app = typer.Typer(help="Build FAISS indexes at any dimension d, and inspect them.", no_args_is_help=True)
 
@@ -44,30 +44,18 @@ def build_cmd(
 ):
     """Encode the corpus (cached at full width), reduce to d, build the index and store it atomically."""
     from rag.index.spec import IndexSpec
+    from rag.retrieve.build import BuildMethod, build_stored
 
-    spec = IndexSpec(encoder, dim, index, reduce, backend).validated()  # fail fast, before loading anything
-    if engine != "local":  # --engine ray: Ray Data encodes, Ray tasks build S shards (rag.index.shards)
-        return build_sharded_cmd(corpus, spec, engine, shards, address, as_json)
-    if stream or resume:  # bounded memory, resumable (rag.index.stream_build)
-        return build_streamed_cmd(corpus, spec, chunk, resume, as_json)
-    from rag.config import index_dir
-    from rag.data.corpus import folder_warnings, load_corpus
-    from rag.index.store import build_and_save
-    from rag.index.versions import corpus_lock
-    from rag.retrieve.bm25 import BM25
-
-    started = time.perf_counter()
-    c = load_corpus(corpus)
-    for line in folder_warnings(c):  # files not read, unsupported extensions, bad bytes: one line each
-        warn(line)
-    with corpus_lock(index_dir() / c.safe_name, on_wait=warn):  # an update or prune of this corpus goes first
-        with progress_bar(f"encoding {c.name} with {encoder}", enabled=not as_json) as progress:
-            manifest = build_and_save(c, spec, progress=progress)
-        BM25(c.passages, cache_key=c.content_hash[:16])  # the sparse side too: a builds-off server's hybrid needs it
-    manifest["invalid_utf8"] = c.invalid_utf8
-    manifest["wall_s"] = round(time.perf_counter() - started, 2)  # reading, encoding and both indexes
+    spec = IndexSpec(encoder, dim, index, reduce, backend)
+    method = BuildMethod(engine, shards, address, stream, resume, chunk)
+    with progress_bars(enabled=not as_json) as progress:  # the sharded build reports none: nothing is drawn
+        manifest = build_stored(corpus, spec, method=method, progress=progress, on_wait=warn, on_warning=warn)
     if as_json:
         return print_json(manifest)
+    if "shard_vectors" in manifest:
+        return render_sharded(manifest)
+    if "streamed" in manifest:
+        return render_streamed(manifest)
     if manifest.get("reused"):
         console.print(
             f"[green]reused[/] {safe(manifest['path'])}: another build of this index finished while this one "

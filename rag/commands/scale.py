@@ -12,6 +12,7 @@ from rag.commands.common import console, handle_errors, print_json, safe
 from rag.commands.options import DEFAULTS, choices_help
 from rag.index.kinds import INDEX_KINDS
 from rag.index.spec import DEFAULT_INDEX, IndexSpec
+from rag.retrieve.build import BUILD_ENGINES, DEFAULT_BUILD
 
 
 def parse_list(text: str, cast, what: str) -> list:
@@ -305,32 +306,20 @@ def render_projection(p: dict, fmt_bytes) -> None:
 
 # ---------------------------------------------------------------- sharded indexes (Ray)
 
-BUILD_ENGINES = {"local": "one process, one index", "ray": "Ray Data encodes, Ray tasks build --shards S shards"}
 EngineOpt = typer.Option(
-    "local",
+    DEFAULT_BUILD.engine,
     "--engine",
-    help="; ".join(f"{k}: {v}" for k, v in BUILD_ENGINES.items())
+    help="; ".join(f"{name}: {engine.description}" for name, engine in BUILD_ENGINES.items())
     + " (Ray is the scale extra: pip install -e '.\\[scale]').",
 )
-ShardsOpt = typer.Option(2, "--shards", help="With --engine ray: how many shards.")
+ShardsOpt = typer.Option(DEFAULT_BUILD.shards, "--shards", help="With --engine ray: how many shards.")
 AddressOpt = typer.Option(
     None, "--address", help="With --engine ray: auto, host:port or ray://host:port (default: a new local Ray)."
 )
 
 
-def build_sharded_cmd(corpus: str, spec, engine: str, shards: int, address, as_json: bool) -> None:
-    """`rag index build --engine ray`: the sharded build (called by rag.commands.index.build_cmd)."""
-    from rag.config import RagError
-    from rag.data.corpus import load_corpus
-    from rag.index.shards import build_sharded, import_ray
-
-    if engine not in BUILD_ENGINES:
-        raise RagError(f"unknown --engine {engine!r}; choose one of: {', '.join(BUILD_ENGINES)}")
-    import_ray()  # a missing extra is one line, before the corpus is read
-    c = load_corpus(corpus)
-    summary = build_sharded(c, spec, shards=shards, address=address)
-    if as_json:
-        return print_json(summary)
+def render_sharded(summary: dict) -> None:
+    """`rag index build --engine ray`: the sharded build's line (rag.index.shards, run through rag.retrieve.build)."""
     rate = f", {summary['encode_docs_per_s']:.1f} docs/s" if "encode_docs_per_s" in summary else ""
     console.print(
         f"[green]built[/] {safe(summary['path'])}: {summary['shards']} shards "

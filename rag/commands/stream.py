@@ -1,10 +1,12 @@
-"""`rag index build --stream [--resume] [--chunk N]`: the streaming build (rag.index.stream_build), and the options it adds."""
+"""`rag index build --stream [--resume] [--chunk N]`: the options the streaming build adds (rag.index.stream_build,
+run through rag.retrieve.build) and its line."""
 
 from __future__ import annotations
 
 import typer
 
-from rag.commands.common import console, handle_errors, print_json, progress_bars, safe
+from rag.commands.common import console, safe
+from rag.retrieve.build import DEFAULT_BUILD
 
 StreamOpt = typer.Option(
     False,
@@ -18,18 +20,13 @@ ResumeOpt = typer.Option(
     help="Go on with a killed --stream build from its last finished chunk "
     "(same corpus and settings; implies --stream).",
 )
-ChunkOpt = typer.Option(20_000, "--chunk", help="With --stream: passages per chunk (encoded, written, recorded).")
+ChunkOpt = typer.Option(
+    DEFAULT_BUILD.chunk, "--chunk", help="With --stream: passages per chunk (encoded, written, recorded)."
+)
 
 
-@handle_errors
-def build_streamed_cmd(corpus: str, spec, chunk: int, resume: bool, as_json: bool) -> None:
-    """Run rag.index.stream_build.stream_build with progress bars, then print the manifest and this run's figures."""
-    from rag.index.stream_build import stream_build
-
-    with progress_bars(enabled=not as_json) as progress:
-        manifest = stream_build(corpus, spec, chunk=chunk, resume=resume, progress=progress)
-    if as_json:
-        return print_json(manifest)
+def render_streamed(manifest: dict) -> None:
+    """The streamed build's line: the manifest and this run's figures (rag.index.stream_build)."""
     s = manifest["streamed"]
     resumed = f", resumed at row {manifest['resumed_from']:,}" if manifest["resumed_from"] else ""
     console.print(

@@ -5,7 +5,8 @@
 - `retriever`: `Retriever` answers queries with `Hit`s and records per-stage timings in `.timings` (milliseconds).
 - `pool`: `open_retriever(settings)`, the one process-wide cache of open retrievers, shared by the agent and the
   service; it reopens an index that was rebuilt on disk.
-- `langchain`: the same retriever as a langchain-core `BaseRetriever`.
+- `build`: `build_stored`, the one way a stored index and the BM25 cache are built (`rag index build`, the
+  service's builds on request, `Retriever.open` on a missing index).
 """
 
 from rag.retrieve.bm25 import BM25

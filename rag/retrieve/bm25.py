@@ -8,8 +8,20 @@ import shutil
 import numpy as np
 
 from rag.config import bm25_cache_dir, quiet_libraries
-from rag.data.corpus import Passage
+from rag.data.corpus import Corpus, Passage
 from rag.retrieve.settings import CANDIDATES
+
+PARAMS_FILE = "params.index.json"  # what bm25s saves first; a cache folder holding it is a whole BM25 index
+
+
+def bm25_key(content_hash: str) -> str:
+    """The BM25 cache key of a corpus's content."""
+    return content_hash[:16]
+
+
+def bm25_stored(content_hash: str) -> bool:
+    """True when the BM25 index of this corpus content is cached on disk."""
+    return (bm25_cache_dir(bm25_key(content_hash)) / PARAMS_FILE).exists()
 
 
 class BM25:
@@ -24,7 +36,7 @@ class BM25:
         self.ids = [p.id for p in passages]
         folder = bm25_cache_dir(cache_key) if cache_key else None
         self.tokenizer = Tokenizer(stopwords="en")
-        if folder and (folder / "params.index.json").exists():
+        if folder and (folder / PARAMS_FILE).exists():
             self.model = bm25s.BM25.load(folder, show_progress=False)
             self.tokenizer.load_vocab(folder)
             return
@@ -41,6 +53,11 @@ class BM25:
                 tmp.rename(folder)
             except OSError:  # another process saved it first
                 shutil.rmtree(tmp, ignore_errors=True)
+
+    @classmethod
+    def for_corpus(cls, corpus: Corpus) -> "BM25":
+        """BM25 over a corpus's passages, read from (or saved to) the cache of its content."""
+        return cls(corpus.passages, cache_key=bm25_key(corpus.content_hash))
 
     def search(self, queries: list[str], k: int = CANDIDATES) -> list[dict[str, float]]:
         k = min(k, len(self.ids))

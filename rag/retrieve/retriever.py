@@ -15,9 +15,10 @@ from rag.data.filters import parse_where
 from rag.encoders import check_backend, get_encoder
 from rag.encoders.cache import with_state
 from rag.encoders.probe import PROBE_MIN_COSINE, BackendDisagrees
-from rag.index.store import IndexMissing, build_and_save, load_index
+from rag.index.store import IndexMissing, load_index
 from rag.index.update import refresh_if_changed
 from rag.retrieve.bm25 import BM25
+from rag.retrieve.build import DENSE_PART, build_stored
 from rag.retrieve.fusion import fuse_minmax, top_k, zscore_fuse
 from rag.retrieve.settings import CANDIDATES, RetrievalSettings
 
@@ -122,11 +123,13 @@ class Retriever:
             except IndexMissing:
                 if not build_missing:
                     raise
-                build_and_save(corpus, spec, progress=progress)  # documents: the encoder's default (fp32) backend
+                # documents: the encoder's default (fp32) backend; the BM25 side is read (or built) below
+                one_stage = (lambda _stage, done, total: progress(done, total)) if progress else None
+                build_stored(corpus, spec, (DENSE_PART,), progress=one_stage)
                 loaded, settings = load_index_for_queries(corpus, spec, settings, chosen)
             enc = query_encoder(settings.encoder, settings.backend, loaded.encoder_state)  # this corpus's IDF
         if settings.kind.sparse:
-            bm25 = BM25(corpus.passages, cache_key=corpus.content_hash[:16])
+            bm25 = BM25.for_corpus(corpus)
         passages = loaded.passages if loaded else corpus.passages
         return cls(corpus, settings, passages, enc, loaded, bm25)
 

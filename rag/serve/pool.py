@@ -12,10 +12,11 @@ import threading
 import time
 from collections import OrderedDict
 
-from rag.config import RagError, bm25_cache_dir
-from rag.data.corpus import NAMED_CORPORA, load_corpus, safe_corpus_name
-from rag.index.store import MANIFEST, IndexMissing, build_and_save, index_path
-from rag.retrieve import BM25, RetrievalSettings, Retriever, RetrieverPool
+from rag.config import RagError
+from rag.data.corpus import NAMED_CORPORA, load_corpus
+from rag.index.store import IndexMissing
+from rag.retrieve import RetrievalSettings, Retriever, RetrieverPool
+from rag.retrieve.build import DENSE_PART, build_stored, missing_parts
 from rag.serve.policy import Busy
 
 MISSING_TTL = 30.0  # seconds a "not built" answer is remembered when builds are off (an operator build shows after it)
@@ -45,14 +46,9 @@ class ServePool(RetrieverPool):
 
     # ------------------------------------------------------------ builds, only when allowed
     def missing(self, settings: RetrievalSettings) -> str | None:
-        """What must be built before these settings can be served ('index', 'sparse': BM25) or None."""
-        if settings.kind.dense:
-            if not (index_path(safe_corpus_name(settings.corpus), settings.index_spec.name) / MANIFEST).exists():
-                return "index"
-        if settings.kind.sparse:
-            if not (bm25_cache_dir(self.content_hash(settings.corpus)[:16]) / "params.index.json").exists():
-                return "sparse"
-        return None
+        """The first stored part (rag.retrieve.build.STORED_PARTS) that must be built before these settings can be
+        served, or None."""
+        return next(missing_parts(settings, lambda: self.content_hash(settings.corpus)), None)
 
     def content_hash(self, corpus: str) -> str:
         """A corpus's content hash; a named corpus's is read once (it never changes while serving), a folder's
@@ -86,10 +82,7 @@ class ServePool(RetrieverPool):
             try:
                 corpus = load_corpus(settings.corpus)
                 while (what := self.missing(settings)) is not None:
-                    if what == "index":
-                        build_and_save(corpus, settings.index_spec)
-                    else:
-                        BM25(corpus.passages, cache_key=corpus.content_hash[:16])
+                    build_stored(corpus, settings.index_spec, (what,))
                     self.builds_done += 1
             finally:
                 self.builds.release()
@@ -144,7 +137,7 @@ class ServePool(RetrieverPool):
 
 
 def missing_error(settings: RetrievalSettings, what: str) -> RagError:
-    if what == "index":
+    if what == DENSE_PART:
         spec = settings.index_spec
         cmd = spec.rebuild_command(settings.corpus)
         return IndexMissing(

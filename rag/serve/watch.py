@@ -41,7 +41,7 @@ def refresh(folder: str, pool) -> dict:
     with pool.lock:
         entries = [(key, e) for key, e in pool.entries.items() if e.retriever.settings.corpus == folder]
     if any(e.retriever.bm25 is not None for _, e in entries):
-        BM25(corpus.passages, cache_key=corpus.content_hash[:16])  # the new text's BM25, as an update encodes
+        BM25.for_corpus(corpus)  # the new text's BM25, as an update encodes
     with pool.lock:
         for key, entry in entries:
             if entry.link is None:
