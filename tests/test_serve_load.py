@@ -192,9 +192,9 @@ def test_accepted_connections_have_tcp_nodelay():
 
     import uvicorn
 
-    from rag.commands.serve import _bind
     from rag.serve import create_app
     from rag.serve.guard import protocol_with_timeout
+    from rag.serve.run import bind
 
     options = []
 
@@ -217,7 +217,7 @@ def test_accepted_connections_have_tcp_nodelay():
     finally:
         server.should_exit = True
         thread.join(30)
-    listening = _bind("127.0.0.1", 0)  # what `rag serve` binds: a TCP socket, which asyncio gives TCP_NODELAY too
+    listening = bind("127.0.0.1", 0)  # what `rag serve` binds: a TCP socket, which asyncio gives TCP_NODELAY too
     assert listening.proto == socket.IPPROTO_TCP
     listening.close()
 

@@ -1,5 +1,6 @@
 """`rag serve` refuses a bad setting before it listens, with one line naming the key; risky but allowed settings
-start with a warning. Nothing here starts a server: `_run` is replaced, so a setting that passes is recorded."""
+start with a warning. Nothing here starts a server: rag.serve.run.serve_on is replaced, so a setting that passes is
+recorded."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ KEY = "k" * 20 + "-secret-for-tests"
 @pytest.fixture
 def serve(cli, monkeypatch):
     """serve(*args) -> (exit code, one-line output, policy or None): the CLI up to the point where it would listen."""
-    import rag.commands.serve as command
+    import rag.serve.run as run
 
     started = []
-    monkeypatch.setattr(command, "_run", lambda policy, host, port, log_level: started.append(policy))
+    monkeypatch.setattr(run, "serve_on", lambda policy, host, port, log_level, listening: started.append(policy))
     monkeypatch.delenv("RAG_API_KEY", raising=False)
     monkeypatch.delenv("RAG_INDEX_KEY", raising=False)
 
@@ -153,11 +154,11 @@ def test_missing_model_exports_run_in_a_child_process_before_serving(tmp_path):
 
 
 def test_rag_serve_prepares_models_only_with_its_warm_up(cli, monkeypatch):
-    import rag.commands.serve as command
     import rag.serve.prepare as prepare
+    import rag.serve.run as run
 
     calls = []
-    monkeypatch.setattr(command, "_run", lambda *args: None)
+    monkeypatch.setattr(run, "serve_on", lambda *args: None)
     monkeypatch.setattr(prepare, "prepare_models", lambda say: calls.append(say))
     monkeypatch.delenv("RAG_API_KEY", raising=False)
     assert cli(["serve", "--port", "0"]).exit_code == 0 and len(calls) == 1

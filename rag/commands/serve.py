@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 import typer
@@ -98,91 +97,45 @@ def serve(
 ) -> None:
     """Serve /ask, /search, the OpenAI-compatible /v1 endpoints, /health, /config, /indexes and /metrics over HTTP."""
     from rag.config import RagError
-    from rag.serve.policy import DEFAULT_WARM, ServePolicy, parse_allow, parse_corpora, read_api_key, read_config_file
+    from rag.serve import run
 
+    flags = {
+        "encoders": list(encoder) or None,
+        "build_missing": build_missing,
+        "max_open": max_open,
+        "max_memory_mb": max_memory,
+        "max_builds": max_builds,
+        "max_inflight": max_inflight,
+        "max_queued": max_queued,
+        "max_body": max_body,
+        "allowed_hosts": list(allowed_host) or None,
+        "cors_origins": list(cors_origin) or None,
+        "watch": watch or None,
+        "header_timeout": header_timeout,
+        "body_timeout": body_timeout,
+        "request_timeout": request_timeout,
+        "keep_alive": timeout_keep_alive,
+        "torch_threads": torch_threads,
+    }
     try:
-        settings = read_config_file(config) if config else {}
-        settings["allow"] = {**settings.get("allow", {}), **parse_allow(allow)}
-        settings["corpora"] = {**settings.get("corpora", {}), **parse_corpora(corpus)}
-        flags = {
-            "encoders": list(encoder) or None,
-            "build_missing": build_missing,
-            "max_open": max_open,
-            "max_memory_mb": max_memory,
-            "max_builds": max_builds,
-            "max_inflight": max_inflight,
-            "max_queued": max_queued,
-            "max_body": max_body,
-            "allowed_hosts": list(allowed_host) or None,
-            "cors_origins": list(cors_origin) or None,
-            "watch": watch or None,
-            "header_timeout": header_timeout,
-            "body_timeout": body_timeout,
-            "request_timeout": request_timeout,
-            "keep_alive": timeout_keep_alive,
-            "torch_threads": torch_threads,
-        }
-        settings.update({k: v for k, v in flags.items() if v is not None})  # a flag given wins over the file
-        settings.setdefault("torch_threads", 1)
-        policy = ServePolicy(
-            **settings,
-            api_key=read_api_key(str(api_key_file) if api_key_file else None),
-            warm=[DEFAULT_WARM] if warm else [],
-        )
-        policy.check_start()
-    except (RagError, TypeError) as exc:
+        policy = run.serve_policy(config, allow, corpus, flags, api_key_file, warm)
+    except RagError as exc:
         err_console.print(f"[red]error:[/] {safe(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
-    for line in policy.start_warnings(host):
-        err_console.print(f"[yellow]warning:[/] {safe(line)}", soft_wrap=True)
-    if warm:  # the verifier's export (a child process) and load happen now, not inside the first request
-        from rag.serve.prepare import prepare_models
-
-        prepare_models(say=lambda line: err_console.print(safe(line), soft_wrap=True))
-    _run(policy, host, port, log_level)
-
-
-def _run(policy, host: str, port: int, log_level: str) -> None:
-    import logging
-
-    import uvicorn
-
-    from rag.serve import create_app
-    from rag.serve.guard import protocol_with_timeout
-
-    api = create_app(policy)
-    sock = _bind(host, port)
-    logging.basicConfig(level=log_level.upper(), format="%(message)s")
-    console.print(
-        f"rag serve on http://{host}:{sock.getsockname()[1]}  (docs at /docs; "
-        f"auth {'on' if policy.api_key else 'off'}; builds {'on' if policy.build_missing else 'off'})"
-    )
-    server = uvicorn.Server(
-        uvicorn.Config(
-            api,
-            log_level=log_level,
-            access_log=False,
-            http=protocol_with_timeout(policy.header_timeout),
-            timeout_keep_alive=policy.keep_alive,
-            h11_max_incomplete_event_size=16 * 1024,
-        )
-    )
-    server.run(sockets=[sock])
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        err_console.print(f"[red]error:[/] cannot bind {host}:{port} ({exc.strerror}); pick another --port")
+        run.start(
+            policy,
+            host,
+            port,
+            log_level,
+            prepare=warm,
+            warn=lambda line: err_console.print(f"[yellow]warning:[/] {safe(line)}", soft_wrap=True),
+            say=lambda line: err_console.print(safe(line), soft_wrap=True),
+            listening=console.print,
+        )
+    except run.CannotBind as exc:
+        err_console.print(f"[red]error:[/] {safe(str(exc))}")
         raise typer.Exit(1) from None
-    sock.listen(128)
-    sock.set_inheritable(True)
-    return sock
 
 
 def bench_serve(
