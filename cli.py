@@ -153,6 +153,7 @@ eval_app = typer.Typer(help="Evaluations: retrieval quality and cost against d, 
 eval_app.command("retrieval")(evaluate.retrieval)
 eval_app.command("agent")(agent.eval_agent)
 eval_app.command("answers")(evaluate.eval_answers)
+eval_app.command("ablation")(evaluate.eval_ablation)
 app.add_typer(eval_app, name="eval")
 
 train_app = typer.Typer(

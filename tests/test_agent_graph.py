@@ -212,3 +212,11 @@ def test_the_calculator_is_switched_by_the_settings(builtin_retriever):
 def test_an_unknown_answer_component_is_refused_with_the_closest_name():
     with pytest.raises(RagError, match="did you mean span"):
         AgentSettings(without=("spam",)).validated()
+
+
+def test_a_replayed_answer_step_with_the_same_settings_gives_the_same_answer(builtin_retriever):
+    result = run_agent(QUESTION, retriever=builtin_retriever, replay=[AgentSettings()])
+    assert result["replayed"][0]["answer"] == result["answer"]
+    assert result["replayed"][0]["citations"] == result["citations"]
+    with pytest.raises(RagError, match="use_calculator"):
+        run_agent(QUESTION, retriever=builtin_retriever, replay=[AgentSettings(use_calculator=False)])

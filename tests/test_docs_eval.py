@@ -114,3 +114,34 @@ def test_a_real_run_on_a_small_folder(tmp_path):
     assert saved["settings"]["use_abstain"] is False  # the ablation switch reaches the agent
     lines = [json.loads(line) for line in (out / "per_query.jsonl").read_text().splitlines()]
     assert all(r["answerable"] is None for r in lines) and (out / "report.md").exists()
+
+
+def test_the_ablation_replays_each_component_off_on_a_small_folder(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "install.md").write_text(
+        "# Installing\n\nInstall the tool with pip:\n\n```bash\npip install lynxtool\n```\n\nIt needs Python 3.11.\n"
+    )
+    (docs / "lynx.md").write_text("# The lynx\n\nThe Eurasian lynx hunts mostly hares and roe deer.\n")
+    q = write_jsonl(
+        tmp_path / "q.jsonl",
+        [
+            {
+                "question": "How do I install lynxtool?",
+                "key_facts": ["pip install lynxtool"],
+                "source": "install.md",
+                "type": "howto",
+            }
+        ],
+    )
+    out = tmp_path / "out"
+    ran = runner.invoke(
+        app, ["eval", "ablation", "--set", "docs", "--docs", str(docs), "--questions", str(q), "--out", str(out)]
+    )
+    assert ran.exit_code == 0, ran.output
+    table = json.loads((out / "ablation.json").read_text())["sets"]["docs"]
+    assert {"all on", "without code", "without span", "without abstain", "without calculator"} <= set(table)
+    assert table["all on"]["key_fact"] == 1.0 and table["all on"]["n"] == 1
+    assert "| without code |" in (out / "report.md").read_text()
+    bad = runner.invoke(app, ["eval", "ablation", "--set", "docs"])
+    assert bad.exit_code == 1 and "needs --docs" in bad.output

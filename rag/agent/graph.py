@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Callable, Sequence
 
 from langchain_core.runnables import RunnableConfig  # LangGraph reads the nodes' annotations to pass the config
 
@@ -122,6 +122,7 @@ def run_agent(
     backend=None,
     on_step: Callable | None = None,
     retriever: Retriever | None = None,
+    replay: Sequence[AgentSettings] = (),
 ) -> dict:
     """Answer a question with the agent graph.
 
@@ -133,7 +134,10 @@ def run_agent(
     Returns {question, answer, citations, spans, steps, timings, warnings, mode, sub_questions, rounds, retrieved,
       abstained};
     spans are the reader's answer spans, {n (the citation), id, text, start, end (characters in the passage)};
-    on_step(step) is called as each node finishes."""
+    on_step(step) is called as each node finishes.
+    replay: other answer settings (an ablation's: without, use_abstain) whose answer step is run again on the same
+      retrieved and graded passages; result["replayed"] holds {answer, citations, abstained, warnings, steps} for each,
+      in order. Settings that change the plan (use_calculator, max_steps, ...) cannot be replayed: run them anew."""
     t0 = time.perf_counter()
     question = check_question(question)
     if settings is None:
@@ -175,6 +179,7 @@ def run_agent(
         {"question": question, "steps": [], "warnings": []},
         config={"recursion_limit": 4 * agent.max_steps + 12, "configurable": {"run": bound}},
     )
+    replayed = [replay_answer(state, ctx, variant, agent) for variant in replay]
     found = state["found"]
     retrieved = [
         {
@@ -203,6 +208,28 @@ def run_agent(
         "rounds": state["round"],
         "retrieved": retrieved,
         "abstained": bool(state.get("abstained")),
+        **({"replayed": replayed} if replay else {}),
+    }
+
+
+def replay_answer(state: dict, ctx: AgentContext, variant: AgentSettings, ran: AgentSettings) -> dict:
+    """The answer step run again on a finished run's state with another answer setting (an ablation)."""
+    variant = variant.validated()
+    planned = ("llm", "max_steps", "use_lookup", "use_reader", "use_calculator", "hop_threshold", "short_answer")
+    changed = [name for name in planned if getattr(variant, name) != getattr(ran, name)]
+    if changed:
+        raise RagError(f"cannot replay a change of {', '.join(changed)}: it changes the plan; run the agent anew")
+    abstainer = ctx.abstainer if variant.use_abstain else None
+    if variant.use_abstain and abstainer is None:
+        abstainer = default_abstainer()
+    out = answer(state, replace(ctx, without=tuple(variant.without), abstainer=abstainer))
+    answered = len(state["steps"][-1].get("warnings", []))  # the run's own answer step is its last
+    return {
+        "answer": out["answer"],
+        "citations": out["citations"],
+        "abstained": bool(out.get("abstained")),
+        "warnings": state["warnings"][: len(state["warnings"]) - answered] + out.get("warnings", []),
+        "steps": out["steps"],
     }
 
 

@@ -133,7 +133,7 @@ def single_shot_rows(retriever, backend, items: list[dict], short: bool, progres
         answer = backend.answer(item["question"], passages, [], None, short=short)
         ids = [h.passage.id for h in hits]
         cited = [passages[int(n) - 1]["id"] for n in re.findall(r"\[(\d+)\]", answer) if 0 < int(n) <= len(passages)]
-        rows.append(_score(item, answer, ids, cited or ids[:1], 1, "direct", [], (time.perf_counter() - t0) * 1e3))
+        rows.append(score_row(item, answer, ids, cited or ids[:1], 1, "direct", [], (time.perf_counter() - t0) * 1e3))
         if progress:
             progress(name, i + 1, len(items))
     return rows
@@ -156,17 +156,21 @@ def agent_rows(retriever, backend, items: list[dict], agent: AgentSettings, prog
     for i, item in enumerate(items):
         t0 = time.perf_counter()
         result = run_agent(item["question"], retriever.settings, agent, backend=backend, retriever=retriever)
-        ms = (time.perf_counter() - t0) * 1e3
-        ids = [r["id"] for r in result["retrieved"]]
-        dropped = [r["id"] for r in result["retrieved"] if not r["kept"]]
-        cited = [c["id"] for c in result["citations"]]
-        rows.append(_score(item, result["answer"], ids, cited, result["rounds"], result["mode"], dropped, ms))
+        rows.append(score_agent_result(item, result, (time.perf_counter() - t0) * 1e3))
         if progress:
             progress(name, i + 1, len(items))
     return rows
 
 
-def _score(item: dict, answer: str, ids: list[str], cited: list[str], steps: int, mode: str, dropped, ms) -> dict:
+def score_agent_result(item: dict, result: dict, ms: float) -> dict:
+    """One question's row from the agent's result dict (the one `rag ask --json` prints)."""
+    ids = [r["id"] for r in result["retrieved"]]
+    dropped = [r["id"] for r in result["retrieved"] if not r["kept"]]
+    cited = [c["id"] for c in result["citations"]]
+    return score_row(item, result["answer"], ids, cited, result["rounds"], result["mode"], dropped, ms)
+
+
+def score_row(item: dict, answer: str, ids: list[str], cited: list[str], steps: int, mode: str, dropped, ms) -> dict:
     gold = set(item["gold"])
     row = {
         "id": item["id"],
