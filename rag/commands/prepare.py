@@ -15,7 +15,11 @@ def prepare(as_json: bool = typer.Option(False, "--json", help="Print what was m
     from rag.config import cache_dir
     from rag.models.prepare import prepare_query_models
 
-    said = (lambda line: None) if as_json else (lambda line: err_console.print(safe(line), highlight=False))
+    said = (
+        (lambda line: None)
+        if as_json
+        else (lambda line: err_console.print(safe(line), highlight=False, soft_wrap=True))
+    )
     result = prepare_query_models(said)
     if as_json:
         return print_json(result)
