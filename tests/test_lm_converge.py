@@ -11,8 +11,9 @@ import torch
 
 from rag.config import RagError
 from rag.lm.checkpoint import read_curve
-from rag.lm.converge import ConvergeSettings, preset, run_convergence, summarize_unfinished
+from rag.lm.converge import ConvergeSettings, run_convergence, summarize_unfinished
 from rag.lm.model import GPT, GPTConfig
+from rag.lm.settings import preset
 from rag.lm.sweep import default_base
 from rag.lm.train import train
 

@@ -16,59 +16,26 @@ from __future__ import annotations
 import gc
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from rag.config import RagError
 from rag.lm.checkpoint import read_curve, read_json, read_state
-from rag.lm.train import TrainConfig, train
-
-# Regularisation per width (dropout, weight decay): more dropout as the model grows on the same 1.8M training tokens.
-# Not tuned by a scan; a run records what it used.
-PRESETS = {64: (0.1, 0.1), 128: (0.1, 0.1), 256: (0.15, 0.1), 512: (0.2, 0.1), 1024: (0.2, 0.1)}
+from rag.lm.settings import ConvergeSettings, TrainConfig
+from rag.lm.train import train
 
 
-def preset(dim: int) -> tuple[float, float]:
-    """(dropout, weight decay) of the nearest preset width."""
-    return PRESETS[min(PRESETS, key=lambda d: (abs(math.log(d / dim)), d))]
-
-
-@dataclass
-class ConvergeSettings:
-    max_epochs: float = 12.0
-    eval_every: float = 0.5  # fraction of an epoch between validations
-    patience: int = 3  # validations without improvement before stopping
-    dropout: float | None = None  # None: the preset of each width
-    weight_decay: float | None = None  # None: the preset of each width
-
-    def evaluations(self) -> int:
-        """Validations the epoch cap allows."""
-        return math.floor(self.max_epochs / self.eval_every + 1e-9)
-
-    def check(self) -> "ConvergeSettings":
-        if not self.max_epochs > 0:
-            raise RagError(f"--max-epochs must be greater than 0, got {self.max_epochs:g}")
-        if not 0 < self.eval_every <= self.max_epochs:
-            raise RagError(
-                f"--eval-every must be a fraction of an epoch in (0, --max-epochs={self.max_epochs:g}], "
-                f"got {self.eval_every:g}"
-            )
-        if self.patience < 1:
-            raise RagError(f"--patience must be at least 1, got {self.patience}")
-        n = self.evaluations()
-        if self.patience >= n:
-            raise RagError(
-                f"--patience {self.patience} can never stop the run: {self.max_epochs:g} epoch(s) at --eval-every "
-                f"{self.eval_every:g} allow {n} validation(s); use a patience below {n} or a larger --max-epochs"
-            )
-        for name, value in (("--dropout", self.dropout), ("--weight-decay", self.weight_decay)):
-            if value is not None and not 0 <= value < 1:
-                raise RagError(f"{name} must be in [0, 1), got {value:g}")
-        return self
-
-    def regularisation(self, dim: int) -> tuple[float, float]:
-        drop, wd = preset(dim)
-        return (drop if self.dropout is None else self.dropout, wd if self.weight_decay is None else self.weight_decay)
+def base_fields(settings: ConvergeSettings) -> dict:
+    """The TrainConfig fields a study fixes whatever the sweep's other options say (run_convergence sets each width's
+    budget and evaluation itself); no matmul peaks are measured."""
+    return {
+        "epochs": settings.max_epochs,
+        "tokens": None,
+        "minutes": None,
+        "eval_tokens": 0,
+        "slices": 4,
+        "measure_peak": False,
+    }
 
 
 def plan_of(base: TrainConfig, dims: list[int], settings: ConvergeSettings) -> dict:

@@ -388,6 +388,35 @@ def specs_for(budgets: list[float], dims: list[int], seeds: list[int], factors: 
     return [RunSpec(b, d, s, f) for b in budgets for d in dims for s in seeds for f in factors]
 
 
+def run_study(
+    settings: GridSettings,
+    budgets: list[float],
+    dims: str,
+    seeds: str,
+    factors: str,
+    out: str,
+    parallel: int = 1,
+    threads: int = 1,
+    kn_orders: str = "3,4",
+    on_done=None,
+) -> dict:
+    """Train every missing run of the grid the option lists name (finished runs are reused), then summarise the folder
+    with the Kneser-Ney baselines of kn_orders on the same targets ('' for none)."""
+    from rag.lm.kn import grid_baselines
+    from rag.lm.sweep import check_out
+
+    specs = specs_for(
+        budgets,
+        parse_list(dims, "--dims"),
+        parse_list(seeds, "--seeds", positive=False),
+        parse_list(factors, "--lr-factors", float),
+    )
+    check_out(Path(out))
+    run_grid(settings, specs, out, parallel=parallel, threads=threads, on_done=on_done)
+    base = grid_baselines(settings, Path(out), parse_list(kn_orders, "--kn-orders")) if kn_orders else None
+    return summarize(out, base)
+
+
 def run_grid(
     settings: GridSettings, specs: list[RunSpec], out: str | Path, parallel: int = 1, threads: int = 1, on_done=None
 ) -> dict:

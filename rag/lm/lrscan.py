@@ -12,6 +12,7 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+from rag.config import RagError
 from rag.lm.checkpoint import read_json
 from rag.lm.model import flops_per_token
 from rag.lm.train import TrainConfig, train
@@ -21,6 +22,19 @@ TOLERANCE = 0.10
 
 def rule(dim: int) -> float:
     return 2e-3 * math.sqrt(128 / dim)
+
+
+def scan_factors(factors: str, flops: float | None, tokens: int | None) -> list[float]:
+    """The LR multiples of --factors, once exactly one of --flops and --tokens sizes the runs."""
+    if (flops is None) == (tokens is None):
+        raise RagError("give exactly one of --flops or --tokens for each scan run")
+    try:
+        mults = [float(x) for x in factors.split(",") if x.strip()]
+    except ValueError as exc:
+        raise RagError(f"--factors must be comma-separated numbers like 0.5,1,2, got {factors!r}") from exc
+    if not mults or min(mults) <= 0:
+        raise RagError(f"--factors must be positive, got {factors!r}")
+    return mults
 
 
 def run_scan(

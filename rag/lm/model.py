@@ -15,54 +15,12 @@ every d, so all points of the sweep start alike.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-POSITIONS = ("learned", "sinusoidal", "rope")
-INITS = ("gpt2", "scaled")
-
-
-@dataclass
-class GPTConfig:
-    vocab: int = 10000
-    dim: int = 256
-    layers: int = 6
-    heads: int = 8
-    context: int = 128
-    tie: bool = True
-    pos: str = "learned"
-    init_std: float = 0.02  # the std of init "gpt2"
-    init: str = "gpt2"  # gpt2: N(0, init_std); scaled: N(0, 1/sqrt(d))
-    dropout: float = 0.0  # on the embeddings, the attention weights and both residual branches (training only)
-
-    def std(self) -> float:
-        return self.dim**-0.5 if self.init == "scaled" else self.init_std
-
-    def check(self) -> "GPTConfig":
-        """Refuse impossible shapes before any weight is allocated."""
-        from rag.config import RagError
-
-        if self.dim % self.heads:
-            raise RagError(
-                f"d={self.dim} is not divisible by heads={self.heads}; pick d a multiple of {self.heads} or change --heads"
-            )
-        if self.pos not in POSITIONS:
-            raise RagError(f"unknown --pos {self.pos!r}; use one of {', '.join(POSITIONS)}")
-        if self.init not in INITS:
-            raise RagError(f"unknown --init {self.init!r}; use one of {', '.join(INITS)}")
-        if self.pos == "rope" and (self.dim // self.heads) % 2:
-            raise RagError(f"rope needs an even head size, got d/heads={self.dim // self.heads}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise RagError(f"--dropout must be in [0, 1), got {self.dropout:g}")
-        if min(self.vocab, self.dim, self.layers, self.heads, self.context) < 1:
-            raise RagError("vocab, dim, layers, heads and context must all be >= 1")
-        return self
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+from rag.lm.settings import GPTConfig
 
 
 def sinusoid_table(context: int, dim: int) -> torch.Tensor:

@@ -23,9 +23,10 @@ from pathlib import Path
 from rag.config import RagError
 from rag.lm.checkpoint import read_json
 from rag.lm.data import PROBE_STEP, prepare, train_batch
-from rag.lm.model import GPT, GPTConfig, flops_per_token
+from rag.lm.model import GPT, flops_per_token
 from rag.lm.runtime import choose
-from rag.lm.train import TrainConfig, train
+from rag.lm.settings import TrainConfig, config_of
+from rag.lm.train import train
 
 COLUMNS = (
     "dim,layers,heads,vocab,tied,pos,init,params,embedding_params,position_params,embedding_share,bytes_fp32,"
@@ -90,6 +91,26 @@ def measure_rates(base: TrainConfig, dims: list[int]) -> dict[int, float]:
         if rt.device == "cuda":
             torch.cuda.empty_cache()
     return rates
+
+
+def sweep_budget(
+    budget: str, minutes: float | None, flops: float | None, tokens: int | None, epochs: float | None
+) -> tuple[str, float | None]:
+    """The budget (--budget auto resolved on this device) and the minutes a compute budget is sized to (25 unless
+    --minutes or --flops is given); refuses the options of the other budget."""
+    mode = resolve_budget(budget)
+    if mode == "tokens" and minutes is not None:
+        raise RagError(
+            "--minutes sizes a compute budget; with --budget tokens give --tokens or --epochs "
+            "(or use --budget compute --minutes N)"
+        )
+    if mode == "compute" and (tokens is not None or epochs is not None):
+        raise RagError(
+            "--tokens/--epochs give a token budget; add --budget tokens, or use --minutes/--flops for a compute budget"
+        )
+    if mode == "compute" and minutes is None and flops is None:
+        minutes = 25.0
+    return mode, minutes
 
 
 def eval_equivalent_s(base: TrainConfig, rate: float, slices: int) -> float:
@@ -261,6 +282,4 @@ def load_sweep(out: str | Path) -> tuple[list[dict], dict]:
 
 
 def default_base(**kw) -> TrainConfig:
-    model_keys = set(GPTConfig.__dataclass_fields__)
-    model = GPTConfig(**{k: v for k, v in kw.items() if k in model_keys})
-    return TrainConfig(model=model, **{k: v for k, v in kw.items() if k not in model_keys})
+    return config_of(**kw)

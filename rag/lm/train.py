@@ -11,13 +11,13 @@ import json
 import math
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 from rag.config import RagError
 from rag.lm import checkpoint as ckpt
 from rag.lm.data import PROBE_STEP, eval_batches, eval_token_count, prepare, train_batch
-from rag.lm.model import GPT, GPTConfig, accounting
+from rag.lm.model import GPT, accounting
 from rag.lm.runtime import (
     Runtime,
     choose,
@@ -28,42 +28,9 @@ from rag.lm.runtime import (
     peak_memory,
     reset_peak_memory,
 )
+from rag.lm.settings import TrainConfig
 
 SAMPLE_PROMPTS = ("The history of", "In 1998 , the", "The album was")
-
-
-@dataclass
-class TrainConfig:
-    corpus: str = "wiki-lm"
-    out: str = "results/lm/d256"
-    model: GPTConfig = field(default_factory=GPTConfig)
-    batch: int = 16
-    tokens: int | None = None  # token budget (all ranks together); else epochs; else minutes
-    epochs: float | None = None
-    minutes: float | None = None
-    lr: float | None = None  # None: 2e-3 * sqrt(128 / d)
-    min_lr_ratio: float = 0.1
-    warmup: int | None = None  # None: warmup_frac of the steps if given, else 10% of the steps, at most 100
-    warmup_frac: float | None = None  # warm-up as a fixed fraction of each run's steps (the iso-FLOP grid: 0.1)
-    weight_decay: float = 0.1
-    clip: float = 1.0
-    seed: int = 1337
-    slices: int = 4  # checkpoints per run (or one per epoch, whichever is more)
-    eval_tokens: int | None = 32768  # valid/test tokens scored at the end (None: whole split)
-    slice_eval_tokens: int = 2048  # valid tokens scored at each checkpoint (for the curves)
-    threads: int | None = None
-    precision: str = "auto"  # auto | fp32 | bf16 | bf16-head (see runtime.auto_precision)
-    compile: str = "auto"  # auto | on | off
-    samples: int = 3  # generated sentences at the end
-    resume: bool = False
-    best_val: bool = False  # score the best validation checkpoint (of the slice evaluations) on valid/test
-    patience: int | None = None  # early stopping: stop after this many slice evaluations without improvement
-    measure_peak: bool = True  # measure the matmul peaks for MFU at the end (a few seconds per process)
-    eval_every: float | None = None  # validate every this fraction of an epoch (instead of `slices` per run)
-    curve_test: bool = False  # also score the test split at each validation (the curve only; never for selection)
-
-    def learning_rate(self) -> float:
-        return self.lr if self.lr is not None else 2e-3 * math.sqrt(128 / self.model.dim)
 
 
 def lr_at(step: int, total: int, warmup: int, peak: float, min_ratio: float) -> float:
