@@ -6,17 +6,48 @@ Also runnable as `torchrun --nproc_per_node=2 -m rag.commands.lm train ...` for 
 from __future__ import annotations
 
 from contextlib import contextmanager
+from typing import Annotated, Optional
 
 import typer
 
 from rag.commands.common import console, err_console, handle_errors, print_json
+from rag.commands.lm_options import (
+    CONVERGE,
+    GRID,
+    MODEL,
+    TRAIN,
+    BatchOpt,
+    CompileOpt,
+    ContextOpt,
+    CorpusOpt,
+    DimOpt,
+    DimsOpt,
+    EvalTokensOpt,
+    GridEvalTokensOpt,
+    GridHeadsOpt,
+    GridPrecisionOpt,
+    GridSlicesOpt,
+    HeadsOpt,
+    InitOpt,
+    JsonOpt,
+    KnOrdersOpt,
+    LayersOpt,
+    LrOpt,
+    ParallelOpt,
+    PosOpt,
+    PrecisionOpt,
+    RunThreadsOpt,
+    SeedOpt,
+    SeedsOpt,
+    SlicesOpt,
+    ThreadsOpt,
+    TieOpt,
+    VocabOpt,
+    with_config,
+)
 
 app = typer.Typer(
     help="Train GPT language models at several embedding dimensions d (the d-sweep).", no_args_is_help=True
-)
-
-CORPUS_HELP = (
-    "wiki-lm (in RAG_DATA_DIR), wikitext-2 (downloaded if missing), or a folder with wiki.{train,valid,test}.raw"
 )
 
 
@@ -61,62 +92,6 @@ def training_bars(enabled: bool = True):
             bar.stop()
 
 
-def _base(
-    corpus,
-    dim,
-    layers,
-    heads,
-    vocab,
-    context,
-    tie,
-    pos,
-    epochs,
-    tokens,
-    minutes,
-    batch,
-    lr,
-    seed,
-    threads,
-    precision,
-    compile,
-    eval_tokens,
-    resume,
-    out,
-    slices=4,
-    init="gpt2",
-):
-    from rag.config import RagError
-    from rag.lm.sweep import default_base
-
-    for name, value in (("--epochs", epochs), ("--minutes", minutes), ("--lr", lr)):
-        if value is not None and not value > 0:
-            raise RagError(f"{name} must be greater than 0, got {value:g}")
-    return default_base(
-        corpus=corpus,
-        dim=dim,
-        layers=layers,
-        heads=heads,
-        vocab=vocab,
-        context=context,
-        tie=tie,
-        pos=pos,
-        epochs=epochs,
-        tokens=tokens,
-        minutes=minutes,
-        batch=batch,
-        lr=lr,
-        seed=seed,
-        threads=threads,
-        precision=precision,
-        compile=compile,
-        init=init,
-        eval_tokens=eval_tokens or None,
-        resume=resume,
-        out=out,
-        slices=slices,
-    )
-
-
 def _row_line(r: dict) -> str:
     b = r.get("baselines", {})
     base = (
@@ -136,79 +111,48 @@ def _row_line(r: dict) -> str:
     )
 
 
-def _positive_out(out: str) -> str:
-    from pathlib import Path
-
-    from rag.config import RagError
-
-    if Path(out).exists() and not Path(out).is_dir():
-        raise RagError(f"--out {out} is a file; give a folder")
-    return out
-
-
-TOKENS_HELP = "Training token budget (token-matched)."
-PRECISION_HELP = "auto (GPU: bf16; AMX CPU: bf16 from d=256, bf16 head below), fp32, bf16, bf16-head."
-INIT_HELP = "gpt2: weights ~ N(0, 0.02); scaled: N(0, 1/sqrt(d))."
-
-
 @app.command("train")
 @handle_errors
+@with_config
 def train_cmd(
-    corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
-    dim: int = typer.Option(256, min=1, help="Embedding dimension d."),
-    layers: int = typer.Option(6, min=1),
-    heads: int = typer.Option(8, min=1),
-    vocab: int = typer.Option(10000, min=257, max=65535, help="BPE vocabulary size V."),
-    context: int = typer.Option(128, min=2, help="Context length T."),
-    tie: bool = typer.Option(True, "--tie/--no-tie", help="Tie the output head to the input embedding."),
-    pos: str = typer.Option("learned", help="learned, sinusoidal or rope."),
-    init: str = typer.Option("gpt2", help=INIT_HELP),
-    epochs: float = typer.Option(None, help="Passes over the train split (default 1 if no budget is given)."),
-    tokens: int = typer.Option(None, min=1, help=TOKENS_HELP),
-    minutes: float = typer.Option(None, help="Time budget (converted to steps from a measured rate)."),
-    batch: int = typer.Option(16, min=1),
-    lr: float = typer.Option(None, help="Peak LR (default 2e-3·sqrt(128/d))."),
-    seed: int = typer.Option(1337),
-    threads: int = typer.Option(None, min=1, help="torch threads (default: all)."),
-    precision: str = typer.Option("auto", help=PRECISION_HELP),
-    compile: str = typer.Option("auto", help="torch.compile: auto (GPU only), on, off."),
-    eval_tokens: int = typer.Option(32768, min=0, help="Valid/test tokens scored at the end (0: whole split)."),
-    slices: int = typer.Option(4, min=1, help="Checkpoints per run (at least one per epoch)."),
-    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out after a kill."),
-    out: str = typer.Option(..., help="Run directory (checkpoints, curve, result.json)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result row as JSON."),
+    config,
+    corpus: CorpusOpt = TRAIN.corpus,
+    dim: DimOpt = MODEL.dim,
+    layers: LayersOpt = MODEL.layers,
+    heads: HeadsOpt = MODEL.heads,
+    vocab: VocabOpt = MODEL.vocab,
+    context: ContextOpt = MODEL.context,
+    tie: TieOpt = MODEL.tie,
+    pos: PosOpt = MODEL.pos,
+    init: InitOpt = MODEL.init,
+    epochs: Annotated[
+        Optional[float], typer.Option(help="Passes over the train split (default 1 if no budget is given).")
+    ] = None,
+    tokens: Annotated[Optional[int], typer.Option(min=1, help="Training token budget (token-matched).")] = None,
+    minutes: Annotated[
+        Optional[float], typer.Option(help="Time budget (converted to steps from a measured rate).")
+    ] = None,
+    batch: BatchOpt = TRAIN.batch,
+    lr: LrOpt = None,
+    seed: SeedOpt = TRAIN.seed,
+    threads: ThreadsOpt = None,
+    precision: PrecisionOpt = TRAIN.precision,
+    compile: CompileOpt = TRAIN.compile,
+    eval_tokens: EvalTokensOpt = TRAIN.eval_tokens,
+    slices: SlicesOpt = TRAIN.slices,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out after a kill.")] = False,
+    *,
+    out: Annotated[str, typer.Option(help="Run directory (checkpoints, curve, result.json).")],
+    as_json: JsonOpt = False,
 ):
     """Train one model and print its figures next to the unigram/bigram/trigram baselines."""
-    from rag.lm.sweep import check_out
-    from rag.lm.train import train
-
-    cfg = _base(
-        corpus,
-        dim,
-        layers,
-        heads,
-        vocab,
-        context,
-        tie,
-        pos,
-        epochs,
-        tokens,
-        minutes,
-        batch,
-        lr,
-        seed,
-        threads,
-        precision,
-        compile,
-        eval_tokens,
-        resume,
-        _positive_out(out),
-        slices,
-        init,
-    )
     import os
     from pathlib import Path
 
+    from rag.lm.sweep import check_out
+    from rag.lm.train import train
+
+    cfg = config()
     main_rank = int(os.environ.get("RANK", 0)) == 0  # under torchrun only rank 0 talks
     if main_rank:
         cfg.model.check()
@@ -225,100 +169,85 @@ def train_cmd(
     console.print(f"run directory: {out}")
 
 
+TO_CONVERGENCE_HELP = (
+    "Train each d until validation stops improving: cosine over --max-epochs, whole-split validation every "
+    "--eval-every epoch, early stopping after --patience, the best checkpoint scored on the whole test split."
+)
+
+
 @app.command("sweep")
 @handle_errors
+@with_config
 def sweep_cmd(
-    corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
-    dims: str = typer.Option("128,256,512,1024", help="Comma-separated list of d."),
-    layers: int = typer.Option(6, min=1),
-    heads: int = typer.Option(8, min=1),
-    vocab: int = typer.Option(10000, min=257, max=65535),
-    context: int = typer.Option(128, min=2),
-    tie: bool = typer.Option(True, "--tie/--no-tie"),
-    pos: str = typer.Option("learned"),
-    init: str = typer.Option("gpt2", help=INIT_HELP),
-    budget: str = typer.Option(
-        "auto",
-        help="compute (same training FLOPs per d; default on CPU) or "
-        "tokens (same tokens/epochs per d; default on GPU).",
-    ),
-    minutes: float = typer.Option(
-        None, help="compute budget: size the FLOPs per d so the sweep fits this (default 25)."
-    ),
-    flops: float = typer.Option(None, min=1, help="compute budget: training FLOPs per d, given directly."),
-    epochs: float = typer.Option(None, help="tokens budget: passes over the train split for every d (default 1)."),
-    tokens: int = typer.Option(None, min=1, help="tokens budget: training tokens for every d."),
-    batch: int = typer.Option(16, min=1),
-    lr: float = typer.Option(None, help="Peak LR (default 2e-3·sqrt(128/d))."),
-    seed: int = typer.Option(1337),
-    threads: int = typer.Option(None, min=1),
-    precision: str = typer.Option("auto", help=PRECISION_HELP),
-    compile: str = typer.Option("auto"),
-    eval_tokens: int = typer.Option(16384, min=0, help="Valid/test tokens scored per d (0: whole split)."),
-    slices: int = typer.Option(8, min=1, help="Validation points (and checkpoints) per d."),
-    resume: bool = typer.Option(False, "--resume", help="Skip finished d, resume the interrupted one."),
-    yes: bool = typer.Option(False, "--yes", help="Run even if the estimate exceeds two hours."),
-    out: str = typer.Option("results/lm", help="Sweep directory (one run folder per d)."),
-    as_json: bool = typer.Option(False, "--json"),
-    to_convergence: bool = typer.Option(
-        False,
-        "--to-convergence",
-        help="Train each d until validation stops improving: cosine over --max-epochs, whole-split validation every "
-        "--eval-every epoch, early stopping after --patience, the best checkpoint scored on the whole test split.",
-    ),
-    max_epochs: float = typer.Option(12.0, help="--to-convergence: the epoch cap (the cosine schedule's length)."),
-    eval_every: float = typer.Option(0.5, help="--to-convergence: validate every this fraction of an epoch."),
-    patience: int = typer.Option(3, help="--to-convergence: validations without improvement before stopping."),
-    dropout: float = typer.Option(None, help="--to-convergence: dropout (default: the preset of each width)."),
-    weight_decay: float = typer.Option(None, help="--to-convergence: AdamW weight decay (default: the preset)."),
+    config,
+    corpus: CorpusOpt = TRAIN.corpus,
+    dims: DimsOpt = "128,256,512,1024",
+    layers: LayersOpt = MODEL.layers,
+    heads: HeadsOpt = MODEL.heads,
+    vocab: VocabOpt = MODEL.vocab,
+    context: ContextOpt = MODEL.context,
+    tie: TieOpt = MODEL.tie,
+    pos: PosOpt = MODEL.pos,
+    init: InitOpt = MODEL.init,
+    budget: Annotated[
+        str,
+        typer.Option(
+            help="compute (same training FLOPs per d; default on CPU) or "
+            "tokens (same tokens/epochs per d; default on GPU)."
+        ),
+    ] = "auto",
+    minutes: Annotated[
+        Optional[float],
+        typer.Option(help="compute budget: size the FLOPs per d so the sweep fits this (default 25)."),
+    ] = None,
+    flops: Annotated[
+        Optional[float], typer.Option(min=1, help="compute budget: training FLOPs per d, given directly.")
+    ] = None,
+    epochs: Annotated[
+        Optional[float], typer.Option(help="tokens budget: passes over the train split for every d (default 1).")
+    ] = None,
+    tokens: Annotated[Optional[int], typer.Option(min=1, help="tokens budget: training tokens for every d.")] = None,
+    batch: BatchOpt = TRAIN.batch,
+    lr: LrOpt = None,
+    seed: SeedOpt = TRAIN.seed,
+    threads: ThreadsOpt = None,
+    precision: PrecisionOpt = TRAIN.precision,
+    compile: CompileOpt = TRAIN.compile,
+    eval_tokens: EvalTokensOpt = 16384,
+    slices: SlicesOpt = 8,
+    resume: Annotated[bool, typer.Option("--resume", help="Skip finished d, resume the interrupted one.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Run even if the estimate exceeds two hours.")] = False,
+    out: Annotated[str, typer.Option(help="Sweep directory (one run folder per d).")] = "results/lm",
+    as_json: JsonOpt = False,
+    to_convergence: Annotated[bool, typer.Option("--to-convergence", help=TO_CONVERGENCE_HELP)] = False,
+    max_epochs: Annotated[
+        float, typer.Option(help="--to-convergence: the epoch cap (the cosine schedule's length).")
+    ] = CONVERGE.max_epochs,
+    eval_every: Annotated[
+        float, typer.Option(help="--to-convergence: validate every this fraction of an epoch.")
+    ] = CONVERGE.eval_every,
+    patience: Annotated[
+        int, typer.Option(help="--to-convergence: validations without improvement before stopping.")
+    ] = CONVERGE.patience,
+    dropout: Annotated[
+        Optional[float], typer.Option(help="--to-convergence: dropout (default: the preset of each width).")
+    ] = CONVERGE.dropout,
+    weight_decay: Annotated[
+        Optional[float], typer.Option(help="--to-convergence: AdamW weight decay (default: the preset).")
+    ] = CONVERGE.weight_decay,
 ):
     """Train every d under one budget; write results.csv/json, report.md and PNGs, baselines included."""
-    from rag.config import RagError
+    from rag.lm.settings import ConvergeSettings, check_positive
     from rag.lm.stats import budget_title
-    from rag.lm.sweep import parse_dims, resolve_budget, run_sweep
+    from rag.lm.sweep import parse_dims, run_sweep, sweep_budget
 
     if to_convergence:
-        return _converge(
-            corpus, dims, layers, heads, vocab, context, tie, pos, init, batch, lr, seed, threads, precision,
-            compile, resume, out, as_json, max_epochs, eval_every, patience, dropout, weight_decay,
-        )  # fmt: skip
-    mode = resolve_budget(budget)
-    if mode == "tokens" and minutes is not None:
-        raise RagError(
-            "--minutes sizes a compute budget; with --budget tokens give --tokens or --epochs "
-            "(or use --budget compute --minutes N)"
-        )
-    if mode == "compute" and (tokens is not None or epochs is not None):
-        raise RagError(
-            "--tokens/--epochs give a token budget; add --budget tokens, or use --minutes/--flops for a compute budget"
-        )
-    if mode == "compute" and minutes is None and flops is None:
-        minutes = 25.0
+        check_positive("--lr", lr)
+        settings = ConvergeSettings(max_epochs, eval_every, patience, dropout, weight_decay).check()
+        return _converge(config, parse_dims(dims), settings, out, as_json)
+    mode, minutes = sweep_budget(budget, minutes, flops, tokens, epochs)
     dim_list = parse_dims(dims)
-    cfg = _base(
-        corpus,
-        dim_list[0],
-        layers,
-        heads,
-        vocab,
-        context,
-        tie,
-        pos,
-        epochs,
-        tokens,
-        minutes,
-        batch,
-        lr,
-        seed,
-        threads,
-        precision,
-        compile,
-        eval_tokens,
-        resume,
-        _positive_out(out),
-        slices,
-        init,
-    )
+    cfg = config(dim=dim_list[0], minutes=minutes)
 
     def confirm(plan: dict) -> bool:
         err_console.print(f"estimated time: {plan['estimated_s'] / 3600:.1f} h ({plan['budget_rule']})")
@@ -344,23 +273,10 @@ def sweep_cmd(
     )
 
 
-def _converge(
-    corpus, dims, layers, heads, vocab, context, tie, pos, init, batch, lr, seed, threads, precision, compile,
-    resume, out, as_json, max_epochs, eval_every, patience, dropout, weight_decay,
-):  # fmt: skip
-    from rag.config import RagError
-    from rag.lm.converge import ConvergeSettings, run_convergence
-    from rag.lm.sweep import parse_dims
+def _converge(config, dims: list[int], settings, out: str, as_json: bool):
+    from rag.lm.converge import base_fields, run_convergence
 
-    if lr is not None and not lr > 0:
-        raise RagError(f"--lr must be greater than 0, got {lr:g}")
-    settings = ConvergeSettings(max_epochs, eval_every, patience, dropout, weight_decay).check()
-    dim_list = parse_dims(dims)
-    cfg = _base(
-        corpus, dim_list[0], layers, heads, vocab, context, tie, pos, max_epochs, None, None, batch, lr, seed,
-        threads, precision, compile, 0, resume, _positive_out(out), 4, init,
-    )  # fmt: skip
-    cfg.measure_peak = False
+    cfg = config(dim=dims[0], **base_fields(settings))
 
     def line(s: dict) -> str:
         return (
@@ -374,7 +290,7 @@ def _converge(
     with training_bars(not as_json) as progress:
         summary = run_convergence(
             cfg,
-            dim_list,
+            dims,
             out,
             settings,
             progress=progress,
@@ -388,13 +304,18 @@ def _converge(
 @app.command("converge-report")
 @handle_errors
 def converge_report_cmd(
-    results: str = typer.Option("docs/lm/converge", help="Folder of per-width summary files (d<D>.json)."),
-    kn: str = typer.Option("docs/lm/kn_full_split.json", help="Whole-split Kneser-Ney figures (same targets, bytes)."),
-    out: str = typer.Option(None, help="Where to write crossings.json and the plot (default: --results)."),
-    unfinished: bool = typer.Option(
-        False, "--unfinished", help="Also widths still training in --results (from their curves, marked so)."
-    ),
-    as_json: bool = typer.Option(False, "--json"),
+    results: Annotated[str, typer.Option(help="Folder of per-width summary files (d<D>.json).")] = "docs/lm/converge",
+    kn: Annotated[
+        str, typer.Option(help="Whole-split Kneser-Ney figures (same targets, bytes).")
+    ] = "docs/lm/kn_full_split.json",
+    out: Annotated[
+        Optional[str], typer.Option(help="Where to write crossings.json and the plot (default: --results).")
+    ] = None,
+    unfinished: Annotated[
+        bool,
+        typer.Option("--unfinished", help="Also widths still training in --results (from their curves, marked so)."),
+    ] = False,
+    as_json: JsonOpt = False,
 ):
     """Where each width first beats the Kneser-Ney 3- and 4-gram on the whole test split, and the FLOPs plot."""
     from rag.lm.converge_report import write_converge_report
@@ -410,11 +331,14 @@ def converge_report_cmd(
 @app.command("report")
 @handle_errors
 def report_cmd(
-    out: str = typer.Option("results/lm", help="A sweep directory."),
-    lr_scan: str = typer.Option(None, help="lr-scan directories to include (comma-separated)."),
-    init_runs: str = typer.Option(
-        None, help="Run directories of one d and budget with each --init (comma-separated), tabulated side by side."
-    ),
+    out: Annotated[str, typer.Option(help="A sweep directory.")] = "results/lm",
+    lr_scan: Annotated[Optional[str], typer.Option(help="lr-scan directories to include (comma-separated).")] = None,
+    init_runs: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Run directories of one d and budget with each --init (comma-separated), tabulated side by side."
+        ),
+    ] = None,
 ):
     """Redraw report.md, the tables and the plots of a (finished or partial) sweep."""
     from pathlib import Path
@@ -429,61 +353,34 @@ def report_cmd(
 
 @app.command("lr-scan")
 @handle_errors
+@with_config
 def lr_scan_cmd(
-    corpus: str = typer.Option("wiki-lm", help=CORPUS_HELP),
-    dims: str = typer.Option("128,1024", help="Comma-separated d (smallest and largest of the sweep)."),
-    factors: str = typer.Option("0.5,1,2", help="Multiples of the default LR rule 2e-3·sqrt(128/d)."),
-    flops: float = typer.Option(None, min=1, help="Training FLOPs per run (compute-matched across d)."),
-    tokens: int = typer.Option(None, min=1, help="Training tokens per run (instead of --flops)."),
-    layers: int = typer.Option(6, min=1),
-    heads: int = typer.Option(8, min=1),
-    vocab: int = typer.Option(10000, min=257, max=65535),
-    context: int = typer.Option(128, min=2),
-    batch: int = typer.Option(16, min=1),
-    threads: int = typer.Option(None, min=1),
-    init: str = typer.Option("gpt2", help=INIT_HELP),
-    eval_tokens: int = typer.Option(16384, min=0),
-    seed: int = typer.Option(1337),
-    out: str = typer.Option("results/lm_lr", help="Scan directory (resumable: finished runs are kept)."),
-    as_json: bool = typer.Option(False, "--json"),
+    config,
+    corpus: CorpusOpt = TRAIN.corpus,
+    dims: Annotated[str, typer.Option(help="Comma-separated d (smallest and largest of the sweep).")] = "128,1024",
+    factors: Annotated[str, typer.Option(help="Multiples of the default LR rule 2e-3·sqrt(128/d).")] = "0.5,1,2",
+    flops: Annotated[
+        Optional[float], typer.Option(min=1, help="Training FLOPs per run (compute-matched across d).")
+    ] = None,
+    tokens: Annotated[Optional[int], typer.Option(min=1, help="Training tokens per run (instead of --flops).")] = None,
+    layers: LayersOpt = MODEL.layers,
+    heads: HeadsOpt = MODEL.heads,
+    vocab: VocabOpt = MODEL.vocab,
+    context: ContextOpt = MODEL.context,
+    batch: BatchOpt = TRAIN.batch,
+    threads: ThreadsOpt = None,
+    init: InitOpt = MODEL.init,
+    eval_tokens: EvalTokensOpt = 16384,
+    seed: SeedOpt = TRAIN.seed,
+    out: Annotated[str, typer.Option(help="Scan directory (resumable: finished runs are kept).")] = "results/lm_lr",
+    as_json: JsonOpt = False,
 ):
     """Short runs at a few learning rates per d: is the default rule within 10% of the best loss found?"""
-    from rag.config import RagError
-    from rag.lm.lrscan import run_scan
+    from rag.lm.lrscan import run_scan, scan_factors
     from rag.lm.sweep import parse_dims
 
-    if (flops is None) == (tokens is None):
-        raise RagError("give exactly one of --flops or --tokens for each scan run")
-    try:
-        mults = [float(x) for x in factors.split(",") if x.strip()]
-    except ValueError as exc:
-        raise RagError(f"--factors must be comma-separated numbers like 0.5,1,2, got {factors!r}") from exc
-    if not mults or min(mults) <= 0:
-        raise RagError(f"--factors must be positive, got {factors!r}")
-    cfg = _base(
-        corpus,
-        128,
-        layers,
-        heads,
-        vocab,
-        context,
-        True,
-        "learned",
-        None,
-        None,
-        None,
-        batch,
-        None,
-        seed,
-        threads,
-        "auto",
-        "auto",
-        eval_tokens,
-        False,
-        _positive_out(out),
-        4,
-        init,
-    )
+    mults = scan_factors(factors, flops, tokens)
+    cfg = config(dim=128, tokens=None)  # each run's d and tokens are set by the scan
     with training_bars(not as_json) as progress:
         scan = run_scan(cfg, parse_dims(dims), mults, out, flops=flops, tokens=tokens, progress=progress)
     if as_json:
@@ -493,32 +390,23 @@ def lr_scan_cmd(
     console.print(f"scan: {scan['report']}")
 
 
-GRID_HELP = "Grid folder (resumable: finished runs are reused, killed ones resume; later calls add runs)."
+GridOutOpt = Annotated[
+    str,
+    typer.Option(help="Grid folder (resumable: finished runs are reused, killed ones resume; later calls add runs)."),
+]
 
 
-def _grid_run(settings, budgets, dims, seeds, factors, out, parallel, threads, as_json, kn_orders="3,4"):
+def _grid_run(settings, budgets, dims, seeds, factors, out, parallel, threads, as_json, kn_orders):
     from pathlib import Path
 
-    from rag.lm.isoflop import parse_list, run_grid, specs_for, summarize
+    from rag.lm.isoflop import run_study
     from rag.lm.isoflop_fit import fit_lines
-    from rag.lm.kn import grid_baselines
-    from rag.lm.sweep import check_out
 
-    specs = specs_for(
-        budgets,
-        parse_list(dims, "--dims"),
-        parse_list(seeds, "--seeds", positive=False),
-        parse_list(factors, "--lr-factors", float),
-    )
-    check_out(Path(_positive_out(out)))
-    say = (
-        (lambda r: None)
-        if as_json
-        else (lambda r: console.print(f"{'reused' if r['reused'] else 'done'}: {r['name']}"))
-    )
-    run_grid(settings, specs, out, parallel=parallel, threads=threads, on_done=say)
-    base = grid_baselines(settings, Path(out), parse_list(kn_orders, "--kn-orders")) if kn_orders else None
-    data = summarize(out, base)
+    def done(r: dict) -> None:
+        if not as_json:
+            console.print(f"{'reused' if r['reused'] else 'done'}: {r['name']}")
+
+    data = run_study(settings, budgets, dims, seeds, factors, out, parallel, threads, kn_orders, on_done=done)
     if as_json:
         return print_json({k: data[k] for k in ("settings", "fits", "lr_check", "baselines", "wall_s_total")})
     for line in fit_lines(data):
@@ -526,30 +414,29 @@ def _grid_run(settings, budgets, dims, seeds, factors, out, parallel, threads, a
     console.print(f"summary: {Path(out) / 'summary.md'}")
 
 
-Opt = typer.Option  # the grid commands' options, one line each where they fit
-
-
 @app.command("isoflop")
 @handle_errors
 def isoflop_cmd(
-    budgets: str = Opt("1e12,3e12,1e13", help="Training FLOPs per run, comma-separated."),
-    dims: str = Opt("32,48,64,96,128,192,256", help="Comma-separated d."),
-    seeds: str = Opt("1337", help="Comma-separated seeds (each (budget, d) once per seed)."),
-    lr_factors: str = Opt("1", help="Multiples of the LR rule 2e-3·sqrt(128/d) (an LR check: 0.5,1,2)."),
-    corpus: str = Opt("wiki-lm", help=CORPUS_HELP),
-    layers: int = Opt(6, min=1),
-    heads: int = Opt(8, min=1, help="Heads (fewer where d/heads < 8)."),
-    vocab: int = Opt(10000, min=257, max=65535),
-    context: int = Opt(128, min=2),
-    batch: int = Opt(16, min=1),
-    precision: str = Opt("fp32", help="fp32, bf16 or bf16-head: one for every d."),
-    eval_tokens: int = Opt(32768, min=256, help="Valid/test targets scored per run."),
-    slices: int = Opt(8, min=1, help="Validation checkpoints per run (the best is scored)."),
-    parallel: int = Opt(1, min=1, help="Runs at a time (worker processes)."),
-    threads: int = Opt(1, min=1, help="torch threads per run."),
-    kn_orders: str = Opt("3,4", help="Modified Kneser-Ney orders scored on the same targets ('' for none)."),
-    out: str = Opt("docs/lm/isoflop", help=GRID_HELP),
-    as_json: bool = Opt(False, "--json"),
+    budgets: Annotated[str, typer.Option(help="Training FLOPs per run, comma-separated.")] = "1e12,3e12,1e13",
+    dims: DimsOpt = "32,48,64,96,128,192,256",
+    seeds: SeedsOpt = "1337",
+    lr_factors: Annotated[
+        str, typer.Option(help="Multiples of the LR rule 2e-3·sqrt(128/d) (an LR check: 0.5,1,2).")
+    ] = "1",
+    corpus: CorpusOpt = GRID.corpus,
+    layers: LayersOpt = GRID.layers,
+    heads: GridHeadsOpt = GRID.heads,
+    vocab: VocabOpt = GRID.vocab,
+    context: ContextOpt = GRID.context,
+    batch: BatchOpt = GRID.batch,
+    precision: GridPrecisionOpt = GRID.precision,
+    eval_tokens: GridEvalTokensOpt = GRID.eval_tokens,
+    slices: GridSlicesOpt = GRID.slices,
+    parallel: ParallelOpt = 1,
+    threads: RunThreadsOpt = 1,
+    kn_orders: KnOrdersOpt = "3,4",
+    out: GridOutOpt = "docs/lm/isoflop",
+    as_json: JsonOpt = False,
 ):
     """Iso-FLOP curves: train every d at every FLOP budget, fit a parabola in ln d per budget, then d_opt(C), loss(C)."""
     from rag.lm.isoflop import grid_settings, parse_budgets
@@ -561,24 +448,25 @@ def isoflop_cmd(
 @app.command("token-curve")
 @handle_errors
 def token_curve_cmd(
-    tokens: int = Opt(..., min=1, help="Training tokens for every d."),
-    dims: str = Opt("32,64,128,256", help="Comma-separated d."),
-    patience: int = Opt(3, min=1, help="Early stopping: validation checks without improvement."),
-    seeds: str = Opt("1337"),
-    corpus: str = Opt("wiki-lm", help=CORPUS_HELP),
-    layers: int = Opt(6, min=1),
-    heads: int = Opt(8, min=1),
-    vocab: int = Opt(10000, min=257, max=65535),
-    context: int = Opt(128, min=2),
-    batch: int = Opt(16, min=1),
-    precision: str = Opt("fp32"),
-    eval_tokens: int = Opt(32768, min=256),
-    slices: int = Opt(12, min=1),
-    parallel: int = Opt(1, min=1),
-    threads: int = Opt(1, min=1),
-    kn_orders: str = Opt("3,4"),
-    out: str = Opt("docs/lm/token_curve", help=GRID_HELP),
-    as_json: bool = Opt(False, "--json"),
+    *,
+    tokens: Annotated[int, typer.Option(min=1, help="Training tokens for every d.")],
+    dims: DimsOpt = "32,64,128,256",
+    patience: Annotated[int, typer.Option(min=1, help="Early stopping: validation checks without improvement.")] = 3,
+    seeds: SeedsOpt = "1337",
+    corpus: CorpusOpt = GRID.corpus,
+    layers: LayersOpt = GRID.layers,
+    heads: GridHeadsOpt = GRID.heads,
+    vocab: VocabOpt = GRID.vocab,
+    context: ContextOpt = GRID.context,
+    batch: BatchOpt = GRID.batch,
+    precision: GridPrecisionOpt = GRID.precision,
+    eval_tokens: GridEvalTokensOpt = GRID.eval_tokens,
+    slices: GridSlicesOpt = 12,
+    parallel: ParallelOpt = 1,
+    threads: RunThreadsOpt = 1,
+    kn_orders: KnOrdersOpt = "3,4",
+    out: GridOutOpt = "docs/lm/token_curve",
+    as_json: JsonOpt = False,
 ):
     """Token-matched curve: every d sees the same training tokens; best validation bpb (early stopping) against d."""
     from rag.lm.isoflop import grid_settings
@@ -592,11 +480,11 @@ def token_curve_cmd(
 @app.command("precision-probe")
 @handle_errors
 def precision_probe_cmd(
-    dims: str = Opt("16,32,64,128,256"),
-    threads: int = Opt(1, min=1),
-    steps: int = Opt(5, min=3),
-    out: str = Opt(None, help="Also write JSON here."),
-    as_json: bool = Opt(False, "--json"),
+    dims: DimsOpt = "16,32,64,128,256",
+    threads: RunThreadsOpt = 1,
+    steps: Annotated[int, typer.Option(min=3)] = 5,
+    out: Annotated[Optional[str], typer.Option(help="Also write JSON here.")] = None,
+    as_json: JsonOpt = False,
 ):
     """fp32 against bf16 autocast training throughput at each d (how the grid's one precision was chosen)."""
     from rag.lm.isoflop import parse_list, precision_probe, probe_line
@@ -610,12 +498,12 @@ def precision_probe_cmd(
 @app.command("kn")
 @handle_errors
 def kn_cmd(
-    corpus: str = Opt("wiki-lm", help=CORPUS_HELP),
-    orders: str = Opt("3,4"),
-    vocab: int = Opt(10000, min=257, max=65535),
-    context: int = Opt(128, min=2),
-    eval_tokens: int = Opt(0, min=0, help="Valid/test targets (the LMs' first N; 0: all)."),
-    as_json: bool = Opt(False, "--json"),
+    corpus: CorpusOpt = TRAIN.corpus,
+    orders: Annotated[str, typer.Option()] = "3,4",
+    vocab: VocabOpt = MODEL.vocab,
+    context: ContextOpt = MODEL.context,
+    eval_tokens: Annotated[int, typer.Option(min=0, help="Valid/test targets (the LMs' first N; 0: all).")] = 0,
+    as_json: JsonOpt = False,
 ):
     """Interpolated modified Kneser-Ney n-gram baselines (Chen & Goodman) in bits per byte on the LMs' targets."""
     from rag.lm.data import prepare
@@ -628,22 +516,22 @@ def kn_cmd(
 
 @app.command("info")
 @handle_errors
+@with_config
 def info_cmd(
-    dim: int = typer.Option(256),
-    vocab: int = typer.Option(10000),
-    layers: int = typer.Option(6),
-    heads: int = typer.Option(8),
-    context: int = typer.Option(128),
-    tie: bool = typer.Option(True, "--tie/--no-tie"),
-    pos: str = typer.Option("learned"),
-    as_json: bool = typer.Option(False, "--json"),
+    config,
+    dim: DimOpt = MODEL.dim,
+    vocab: VocabOpt = MODEL.vocab,
+    layers: LayersOpt = MODEL.layers,
+    heads: HeadsOpt = MODEL.heads,
+    context: ContextOpt = MODEL.context,
+    tie: TieOpt = MODEL.tie,
+    pos: PosOpt = MODEL.pos,
+    as_json: JsonOpt = False,
 ):
     """Parameter, memory and FLOP accounting for one shape, without training."""
-    from rag.lm.model import GPTConfig, accounting
+    from rag.lm.model import accounting
 
-    acc = accounting(
-        GPTConfig(vocab=vocab, dim=dim, layers=layers, heads=heads, context=context, tie=tie, pos=pos).check()
-    )
+    acc = accounting(config().model.check())
     if as_json:
         return print_json(acc)
     from rich.table import Table
@@ -674,12 +562,12 @@ def info_cmd(
 @app.command("bench")
 @handle_errors
 def bench_cmd(
-    dims: str = typer.Option("128,256,512,1024"),
-    threads: int = typer.Option(2),
-    batch: int = typer.Option(16),
-    steps: int = typer.Option(5, help="Timed steps per model (median)."),
-    compile: bool = typer.Option(False, "--compile/--no-compile", help="Also torch.compile our model."),
-    as_json: bool = typer.Option(False, "--json"),
+    dims: DimsOpt = "128,256,512,1024",
+    threads: RunThreadsOpt = 2,
+    batch: BatchOpt = TRAIN.batch,
+    steps: Annotated[int, typer.Option(help="Timed steps per model (median).")] = 5,
+    compile: Annotated[bool, typer.Option("--compile/--no-compile", help="Also torch.compile our model.")] = False,
+    as_json: JsonOpt = False,
 ):
     """Time our training step against a plain nanoGPT-style fp32 reference, same shapes, same run."""
     from dataclasses import asdict
