@@ -31,14 +31,17 @@ def train_reader(
     ),
     init: Path = typer.Option(None, help="Start from these weights (the first stage's) instead of MiniLM alone."),
     soup: bool = typer.Option(False, help="Save the mean of --init's weights and the trained ones (a model soup)."),
+    negatives: bool = typer.Option(
+        False, help="Third stage: retrieved passages that do not answer the question, read as 'no answer'."
+    ),
 ):
     """Fine-tune the span reader (adapters on the packaged MiniLM) on SQuAD's first 40 articles; then, with
-    --hotpot --init, on HotpotQA's two-paragraph questions."""
-    _train_reader(epochs, minutes, batch, lr, limit, threads, out, checkpoint_dir, hotpot, init, soup)
+    --hotpot --init, on HotpotQA's two-paragraph questions; with --negatives --init, on passages that do not answer."""
+    _train_reader(epochs, minutes, batch, lr, limit, threads, out, checkpoint_dir, hotpot, init, soup, negatives)
 
 
 @handle_errors
-def _train_reader(epochs, minutes, batch, lr, limit, threads, out, checkpoint_dir, hotpot, init, soup):
+def _train_reader(epochs, minutes, batch, lr, limit, threads, out, checkpoint_dir, hotpot, init, soup, negatives):
     import json
 
     from rag.answer.reader import WEIGHTS
@@ -56,6 +59,7 @@ def _train_reader(epochs, minutes, batch, lr, limit, threads, out, checkpoint_di
         hotpot=hotpot,
         init=Path(init) if init else None,
         soup=soup,
+        negatives=negatives,
         progress=print_progress,
     )
     console.print_json(json.dumps(info))

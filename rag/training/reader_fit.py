@@ -20,6 +20,16 @@ adapters stacked to rank 64, about 9.9 MB): measured on the 100 HotpotQA develop
 passages, answer F1 0.530 (first stage) -> 0.585 (second) -> 0.573 (soup), and SQuAD reading F1 (last 8
 articles) 0.711 -> 0.698 -> 0.727, so the soup keeps both.
 
+A third stage (`--negatives --init <weights>`) teaches the reader to say "not in this passage" for passages that
+are about the question but do not answer it, as SQuAD 2.0 does, so that its null score tells "about this" from
+"says this" (the answerability decision, rag.answer.abstain, reads it). For NEGATIVE_QUESTIONS SQuAD questions of
+the training articles (none of the QUESTIONS that `rag train abstain` fits on), BM25's first NEGATIVE_DEPTH
+passages over the SQuAD corpus (no dense index to build) that come from a training article and hold no answer give
+NEGATIVES_PER_QUESTION (question, passage) pairs labelled [CLS] in every window, beside the question's own
+paragraph with its answer; HotpotQA's distractor sample gives its joined pairs (as the second stage) and each
+question's distractors alone, labelled [CLS]. As many SQuAD training windows with their answers are mixed in, so
+reading holds.
+
 Checkpoints go to --checkpoint-dir every CHECKPOINT_EVERY steps; a killed run started again with the same
 arguments resumes where it stopped.
 """
@@ -43,6 +53,10 @@ from rag.models.adapters import average_weights, save_weights, saved_rank
 
 CHECKPOINT_EVERY = 25
 HOTPOT_SAMPLE = "hotpot_dev_distractor_sample100.json"  # under RAG_DATA_DIR/hotpotqa
+NEGATIVE_QUESTIONS = 400  # SQuAD training questions whose retrieved, non-answering passages are read as "no answer"
+NEGATIVE_DEPTH = 10  # retrieved passages searched for them
+NEGATIVES_PER_QUESTION = 2
+HOTPOT_DISTRACTORS = 2  # distractor paragraphs per HotpotQA question read alone as "no answer"
 
 
 def answer_tokens(window, start_char: int, end_char: int) -> tuple[int, int]:
@@ -120,6 +134,83 @@ def hotpot_windows(seed: int = 0) -> list[tuple]:
     return out + squad[: len(out)]
 
 
+def negative_questions(seed: int = 0) -> list[tuple[str, list[str], str, int]]:
+    """[(question, gold answers, its paragraph, answer start)]: NEGATIVE_QUESTIONS SQuAD training questions drawn
+    (seed) from those `rag train abstain` does not fit on."""
+    from rag.training.abstain_fit import questions as abstain_questions
+
+    kept_out = {q for corpus, q, _ in abstain_questions(seed) if corpus == "squad"}
+    items = [
+        (qa["question"], [a["text"] for a in qa["answers"]], para["context"], qa["answers"][0]["answer_start"])
+        for a in squad_articles("train")
+        for para in a["paragraphs"]
+        for qa in para["qas"]
+        if qa["question"] not in kept_out
+    ]
+    random.Random(seed + 1).shuffle(items)
+    return items[:NEGATIVE_QUESTIONS]
+
+
+def negative_windows(seed: int = 0, progress=None) -> list[tuple]:
+    """The third stage's windows (see the module doc): retrieved passages that do not answer, labelled [CLS]; the
+    questions' own paragraphs with their answers; HotpotQA's pairs and lone distractors; as many SQuAD training
+    windows."""
+    from dataclasses import replace
+
+    from rag.retrieve import RetrievalSettings, Retriever
+    from rag.retrieve.settings import SPARSE_RETRIEVER
+    from rag.training.abstain_fit import holds_answer
+
+    tok = minilm_tokenizer()
+    allowed = {a["title"].replace("_", " ") for a in squad_articles("train")}
+    settings = RetrievalSettings(corpus="squad", retriever=SPARSE_RETRIEVER)  # no dense index to build
+    retriever = Retriever.open(replace(settings, k=NEGATIVE_DEPTH).validated())
+    items = negative_questions(seed)
+    hits = retriever.search_many([q for q, *_ in items], NEGATIVE_DEPTH)
+    out, negatives = [], 0
+    for (question, answers, context, start), found in zip(items, hits):
+        texts = [
+            h.passage.text for h in found if h.passage.title in allowed and not holds_answer(h.passage.text, answers)
+        ][:NEGATIVES_PER_QUESTION]
+        for w in featurize(tok, question, texts):
+            out.append((w, 0, 0))
+            negatives += 1
+        for w in featurize(tok, question, [context]):
+            out.append((w, *answer_tokens(w, start, start + len(answers[0]))))
+    rng = random.Random(seed)
+    for question, text, s, e in hotpot_examples():
+        for w in featurize(tok, question, [text]):
+            out.append((w, *((0, 0) if s < 0 else answer_tokens(w, s, e))))
+    for question, distractors in hotpot_distractors():
+        for w in featurize(tok, question, rng.sample(distractors, HOTPOT_DISTRACTORS)):
+            out.append((w, 0, 0))
+            negatives += 1
+    if progress:
+        progress(f"{negatives} retrieved or distractor windows labelled no answer, {len(out) - negatives} others")
+    squad = training_windows(squad_articles("train"))
+    rng.shuffle(squad)
+    return out + squad[: len(out) // 2]
+
+
+def hotpot_distractors() -> list[tuple[str, list[str]]]:
+    """[(question, its distractor paragraphs)] for the HotpotQA sample questions hotpot_examples() reads."""
+    from rag.config import data_dir
+    from rag.data.corpus import load_corpus
+
+    kept_out = {q.id for q in load_corpus("hotpotqa").queries}
+    out = []
+    for item in json.loads((data_dir() / "hotpotqa" / HOTPOT_SAMPLE).read_bytes().decode("utf-8")):
+        answer = item["answer"].strip()
+        if item["_id"] in kept_out or answer.lower() in ("yes", "no"):
+            continue
+        gold = {t for t, _ in item["supporting_facts"]}
+        others = ["".join(sentences) for title, sentences in item["context"] if title not in gold]
+        others = [t for t in others if answer not in t]
+        if len(others) >= HOTPOT_DISTRACTORS:
+            out.append((item["question"], others))
+    return out
+
+
 def train(
     out: Path = WEIGHTS,
     epochs: float = 2.0,
@@ -133,6 +224,7 @@ def train(
     hotpot: bool = False,
     init: Path | None = None,
     soup: bool = False,
+    negatives: bool = False,
     progress=None,
 ) -> dict:
     """Train the adapters and head (from init's weights when given); write the weights and WEIGHTS_INFO; return
@@ -147,9 +239,12 @@ def train(
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     t0 = time.time()
-    data = hotpot_windows(seed) if hotpot else training_windows(squad_articles("train"), limit)
+    if negatives:
+        data = negative_windows(seed, progress)
+    else:
+        data = hotpot_windows(seed) if hotpot else training_windows(squad_articles("train"), limit)
     n_questions = len({tuple(w.input_ids[: w.token_type_ids.index(1)]) for w, *_ in data})
-    model, trainable = build_model()
+    model, trainable = build_model(saved_rank(init, RANK) if init else RANK)  # a soup's stacked rank
     init_sha = hashlib.sha256(Path(init).read_bytes()).hexdigest() if init else None
     if init:
         load_weights(model, init)
@@ -218,15 +313,22 @@ def train(
         + (f" --minutes {minutes:g}" if minutes else "")
         + (f" --limit {limit}" if limit else "")
         + (" --hotpot" if hotpot else "")
+        + (" --negatives" if negatives else "")
         + (f" --init {init}" if init else "")
         + (" --soup" if soup else ""),
         "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
         "bytes": out.stat().st_size,
         "data": (
-            f"HotpotQA {HOTPOT_SAMPLE} (not the evaluated queries) as joined pairs, and as many SQuAD windows"
+            f"{NEGATIVE_QUESTIONS} SQuAD training questions (none `rag train abstain` fits on) with "
+            f"{NEGATIVES_PER_QUESTION} retrieved passages each that do not answer (no answer) and their own paragraph; "
+            f"HotpotQA {HOTPOT_SAMPLE} (not the evaluated queries) as joined pairs and {HOTPOT_DISTRACTORS} lone "
+            "distractors (no answer); half as many SQuAD training windows"
+            if negatives
+            else f"HotpotQA {HOTPOT_SAMPLE} (not the evaluated queries) as joined pairs, and as many SQuAD windows"
             if hotpot
             else f"SQuAD v1.1 dev, first {TRAIN_ARTICLES} articles (file order)"
         ),
+        "no_answer_windows": int(sum(1 for _, a, b in data if a == 0 and b == 0)),
         "questions": n_questions,
         "windows": len(data),
         "epochs_planned": epochs,
