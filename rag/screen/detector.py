@@ -471,25 +471,30 @@ def detector() -> Detector:
 
 
 def screen_passages(passages: list[dict]) -> tuple[list[dict], list[str], list[str]]:
-    """(passages with flagged sentences removed, warnings naming each flagged passage, flagged passage ids).
-    Passages without a flagged sentence are returned unchanged."""
+    """(passages with flagged sentences removed, warnings naming each flagged passage, flagged passage ids). A
+    passage's title (its document's title and heading) is screened too, and withheld where flagged. Passages without
+    a flagged sentence or title are returned unchanged."""
     det, out, warnings, flagged = detector(), [], [], []
     for p in passages:
         sents = pieces(p["text"])
         flags = det.passage_flags(sents)
-        if not any(flags):
+        title = p.get("title", "")
+        title_flagged = bool(title) and any(det.passage_flags(pieces(title)))
+        if not any(flags) and not title_flagged:
             out.append(p)
             continue
         kept = [s if f is None else leading_facts(s, det) for s, f in zip(sents, flags)]
         kept = [s for s in kept if s]
-        first = next(f for f in flags if f)
+        first = next((f.reason for f in flags if f), "its title")
         flagged.append(p["id"])
+        title = WITHHELD if title_flagged else title
         warnings.append(
-            f"passage [{p.get('n', '?')}] {p['id']} ('{p['title']}') contains text addressed to the model "
-            f"({sum(1 for f in flags if f)} sentence(s), {first.reason}); those sentences were removed and not "
-            "followed (not quoted here, so that the instruction does not travel on in the warning)"
+            f"passage [{p.get('n', '?')}] {p['id']} ('{title}') contains text addressed to the model "
+            f"({sum(1 for f in flags if f) + title_flagged} sentence(s), {first}); those sentences were removed and "
+            "not followed (not quoted here, so that the instruction does not travel on in the warning)"
         )
-        out.append({**p, "text": " ".join(kept) or "[this passage held only instruction-like text]"})
+        text = " ".join(kept) or "[this passage held only instruction-like text]"
+        out.append({**p, "title": title, "text": text} if any(flags) else {**p, "title": title})
     return out, warnings, flagged
 
 
@@ -526,8 +531,13 @@ def guard_strings(values: list[str], question: str = "") -> tuple[list[str], int
 
 def guard_step(step: dict, question: str = "") -> dict:
     """A streamed or returned agent step with flagged text withheld: the search queries a rewrite or a hop built,
-    the titles it came from, the sub-questions. Steps carry no passage text of their own."""
+    the titles it came from, the sub-questions, the titles of the passages a search found (`hits`, which the OpenAI
+    endpoint streams as reasoning content). Steps carry no passage text of their own."""
     out = dict(step)
+    hits = out.get("hits")
+    if isinstance(hits, list) and all(isinstance(h, dict) and isinstance(h.get("title"), str) for h in hits):
+        titles, _ = guard_strings([h["title"] for h in hits], question)
+        out["hits"] = [{**h, "title": t} for h, t in zip(hits, titles)]
     for key in ("query", "queries", "sub_questions", "from", "lookups"):
         value = out.get(key)
         if isinstance(value, str):
