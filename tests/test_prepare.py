@@ -40,13 +40,16 @@ def rag(*args, timeout=1800):
 
 
 def cached_files() -> set[str]:
-    return {str(p.relative_to(cache_dir())) for p in (cache_dir() / "onnx").rglob("*") if p.is_file()}
+    """The exported models and the probe-set verdicts: what a first question used to make."""
+    folders = [cache_dir() / "onnx", cache_dir() / "probe-checks"]
+    return {str(p.relative_to(cache_dir())) for folder in folders for p in folder.rglob("*") if p.is_file()}
 
 
 @pytest.mark.slow
 def test_after_build_and_prepare_the_first_ask_makes_nothing_and_prints_no_library_output(index_dir):
-    """The first `rag ask` used to export three models and the screen verifier (GGUF dequantization, torch's
-    TracerWarnings) inside the question; after `rag prepare` it reads the cached files only."""
+    """The first `rag ask` used to export three models, and the screen verifier where a passage was flagged (GGUF
+    dequantization, torch's TracerWarnings), and check the index's probe set inside the question; after `rag
+    prepare` it reads cached files only."""
     built = rag("index", "build", "--corpus", "builtin")
     assert built.returncode == 0, built.stderr[-2000:]
     prepared = rag("prepare")

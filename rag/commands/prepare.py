@@ -10,8 +10,9 @@ from rag.commands.common import console, err_console, handle_errors, print_json,
 @handle_errors
 def prepare(as_json: bool = typer.Option(False, "--json", help="Print what was made, and how long it took, as JSON.")):
     """Export the query path's ONNX models into RAG_CACHE_DIR once (MiniLM's int8 query encoder, the span reader,
-    the injection classifier, the screen verifier): one line per model, library output kept off the terminal.
-    `make demo` runs it; without it the first question that needs a model makes it."""
+    the injection classifier, the screen verifier): one line per model, library output kept off the terminal; then
+    checks each built index's probe set against the query backend. `make demo` runs it after the build; without it
+    the first question that needs a model makes it."""
     from rag.config import cache_dir
     from rag.models.prepare import prepare_query_models
 
@@ -28,6 +29,8 @@ def prepare(as_json: bool = typer.Option(False, "--json", help="Print what was m
     made = len(result["made"])
     if made or not result["failed"]:
         what = f"made {made} in {result['seconds']:.0f} s" if made else "nothing to make"
-        console.print(f"query models ready in {safe(cache_dir() / 'onnx')} ({what})", highlight=False)
+        if result["probes_checked"]:
+            what += f"; the probe set of {result['probes_checked']} index(es) checked against the query backend"
+        console.print(f"query models ready in {safe(cache_dir() / 'onnx')} ({what})", highlight=False, soft_wrap=True)
     if result["failed"]:
         raise typer.Exit(1)

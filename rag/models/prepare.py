@@ -5,7 +5,9 @@ encoder, the span reader, the injection classifier (int8) and the screen verifie
 export first dequantizes the packaged GGUF). Each is made on first use when missing, which put torch, its tracer's
 warnings, the GGUF progress bar and up to two minutes into a user's first question. `prepare_query_models` makes
 each missing one here instead, in a child process whose library output is kept off the terminal, and says one line
-per model. A model that fails is said in one line and left to the first question that needs it, as before.
+per model. A model that fails is said in one line and left to the first question that needs it, as before. It
+then checks each built index's probe set against the default query backend, the other once-per-cache step of a
+first question.
 """
 
 from __future__ import annotations
@@ -78,8 +80,29 @@ def missing_models(models=QUERY_MODELS) -> list[QueryModel]:
     return [m for m in models if (target := m.target()) is not None and not target.exists()]
 
 
+def check_index_probes() -> int:
+    """Each built index whose default query backend is not the one that built it (int8 queries, fp32 documents)
+    checks its probe set once per cache (rag.encoders.probe); here rather than on its first question. The number of
+    indexes checked; one that is refused is left to the question that uses it, which says what to do."""
+    from rag.config import RagError
+    from rag.encoders import check_backend
+    from rag.encoders.probe import accept_backend
+    from rag.index.store import list_indexes
+
+    checked = 0
+    for manifest in list_indexes():
+        try:
+            folder, encoder = Path(manifest["path"]).resolve(), manifest["encoder"]
+            backend = check_backend(encoder, None, queries=True)
+            checked += accept_backend(folder, manifest, encoder, backend, "rebuild it") is not None
+        except RagError:
+            continue
+    return checked
+
+
 def prepare_query_models(say: Callable[[str], None], models=QUERY_MODELS) -> dict:
-    """Make each missing model in a child process, one line each; {"made": [...], "failed": [...], "seconds": s}."""
+    """Make each missing model in a child process, one line each, then check the built indexes' probe sets;
+    {"made": [...], "failed": [...], "probes_checked": n, "seconds": s}."""
     made, failed, start = [], [], time.perf_counter()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_DIR), os.environ.get("PYTHONPATH")]))}
     for model in missing_models(models):
@@ -102,4 +125,5 @@ def prepare_query_models(say: Callable[[str], None], models=QUERY_MODELS) -> dic
             made.append({"model": model.name, "seconds": round(time.perf_counter() - began, 1)})
         else:
             failed.append({"model": model.name, "why": why[:200]})
-    return {"made": made, "failed": failed, "seconds": round(time.perf_counter() - start, 1)}
+    probes = check_index_probes()
+    return {"made": made, "failed": failed, "probes_checked": probes, "seconds": round(time.perf_counter() - start, 1)}

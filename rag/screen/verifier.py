@@ -77,9 +77,9 @@ def export_trunk(weights: Path, target: Path) -> None:
 
     from rag.encoders.smollm2 import cached_model_dir, load_smollm2
 
-    with contextlib.redirect_stderr(io.StringIO()):  # transformers' "de-quantizing GGUF tensors" progress bar
+    with contextlib.redirect_stderr(io.StringIO()):  # transformers' progress bars: GGUF tensors, weights, shards
         load_smollm2()  # the first use dequantizes the packaged GGUF into the cache
-    model = AutoModelForCausalLM.from_pretrained(cached_model_dir(), attn_implementation="eager").eval()
+        model = AutoModelForCausalLM.from_pretrained(cached_model_dir(), attn_implementation="eager").eval()
 
     class Trunk(torch.nn.Module):
         def __init__(self):
