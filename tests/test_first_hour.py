@@ -40,6 +40,8 @@ def test_search_updates_a_changed_folder_first_and_no_update_refuses(cli, tmp_pa
     assert result.exit_code == 0, result.output
     assert "changed since its index was built (0 added, 1 changed, 0 removed of 6 passages)" in result.stderr
     assert "encoding 1 passage" in result.stderr  # only the changed file's passage
+    news = [line for line in result.stderr.splitlines() if "changed since" in line or "updated 1 index" in line]
+    assert len(news) == 2 and not any(line.startswith("warning:") for line in news), news  # news, not warnings
     assert "zorblax" in json.loads(result.stdout)["passages"][0]["text"]
 
     (folder / "ops" / "keys" / "note2.md").write_text("# Note 2\n\nA brand new text about quokkas.\n")
