@@ -14,7 +14,7 @@ def prepare(as_json: bool = typer.Option(False, "--json", help="Print what was m
     checks each built index's probe set against the query backend. `make demo` runs it after the build; without it
     the first question that needs a model makes it."""
     from rag.config import cache_dir
-    from rag.models.prepare import prepare_query_models
+    from rag.agent.prepare import prepare_query_models
 
     said = (
         (lambda line: None)
