@@ -27,8 +27,8 @@ the training articles (none of the QUESTIONS that `rag train abstain` fits on), 
 passages over the SQuAD corpus (no dense index to build) that come from a training article and hold no answer give
 NEGATIVES_PER_QUESTION (question, passage) pairs labelled [CLS] in every window, beside the question's own
 paragraph with its answer; HotpotQA's distractor sample gives its joined pairs (as the second stage) and each
-question's distractors alone, labelled [CLS]. As many SQuAD training windows with their answers are mixed in, so
-reading holds.
+question's distractors alone, labelled [CLS]. Half as many SQuAD training windows with their answers are mixed in,
+so reading holds.
 
 Checkpoints go to --checkpoint-dir every CHECKPOINT_EVERY steps; a killed run started again with the same
 arguments resumes where it stopped.
