@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rag.config import cache_dir
 from rag.agent.prepare import QueryModel, missing_models, prepare_query_models
+from rag.config import cache_dir
 
 REPO = Path(__file__).resolve().parents[1]
 QUESTION = "What does the embedding dimension control?"

@@ -13,8 +13,8 @@ def prepare(as_json: bool = typer.Option(False, "--json", help="Print what was m
     the injection classifier, the screen verifier): one line per model, library output kept off the terminal; then
     checks each built index's probe set against the query backend. `make demo` runs it after the build; without it
     the first question that needs a model makes it."""
-    from rag.config import cache_dir
     from rag.agent.prepare import prepare_query_models
+    from rag.config import cache_dir
 
     said = (
         (lambda line: None)
