@@ -407,10 +407,18 @@ def _eval_ablation(sets, docs, questions, builtin, limit, threads, out):
         import torch
 
         torch.set_num_threads(threads)
-    with progress_bars() as progress:
-        result = ablate(sets, docs=list(zip(docs, questions)), builtin_files=builtin, limit=limit, progress=progress)
     out.mkdir(parents=True, exist_ok=True)
+
+    def done(name: str, table: dict) -> None:  # each finished set is kept, whatever happens to the later ones
+        (out / f"{name}.partial.json").write_text(json.dumps(table, indent=2) + "\n")
+
+    with progress_bars() as progress:
+        result = ablate(
+            sets, docs=list(zip(docs, questions)), builtin_files=builtin, limit=limit, progress=progress, done=done
+        )
     (out / "ablation.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "report.md").write_text("\n".join(report_lines(result)))
+    for partial in out.glob("*.partial.json"):
+        partial.unlink()
     console.print("\n".join(report_lines(result)))
     console.print(f"[dim]wrote {out}/ablation.json, report.md[/]")

@@ -64,8 +64,9 @@ def ask_all(retriever, items: list[dict], agent: AgentSettings, backend=None, pr
     return out
 
 
-def docs_table(pairs, settings: RetrievalSettings, agent: AgentSettings, progress=None) -> dict:
-    """{folder: {variant: summary}} over documentation folders (docs_eval's figures)."""
+def docs_table(pairs, settings: RetrievalSettings, agent: AgentSettings, progress=None, done=None) -> dict:
+    """{folder: {variant: summary}} over documentation folders (docs_eval's figures); done(name, table) is called
+    as each folder finishes."""
     from rag.retrieve import open_retriever
     from rag.studies.docs_eval import load_doc_questions, score_answer, summarise_rows
 
@@ -81,11 +82,16 @@ def docs_table(pairs, settings: RetrievalSettings, agent: AgentSettings, progres
             label: summarise_rows([score_answer(item, result, ms) for item, result, ms in rows])
             for label, rows in runs.items()
         }
+        if done:
+            done(folder.name, out[folder.name])
     return out
 
 
-def answer_sets_table(sets, settings: RetrievalSettings, agent: AgentSettings, builtin_files, limit, progress=None):
-    """{set: {variant: summary}} for builtin (key fact) and squad-open / hotpotqa (short-answer F1)."""
+def answer_sets_table(
+    sets, settings: RetrievalSettings, agent: AgentSettings, builtin_files, limit, progress=None, done=None
+):
+    """{set: {variant: summary}} for builtin (key fact) and squad-open / hotpotqa (short-answer F1); done(name,
+    table) is called as each set finishes."""
     from rag.answer.llm import ExtractiveBackend
     from rag.answer.reader import default_reader
     from rag.data.splits import HOTPOT_DEV
@@ -108,6 +114,8 @@ def answer_sets_table(sets, settings: RetrievalSettings, agent: AgentSettings, b
             label: summarise([score_agent_result(item, result, ms) for item, result, ms in rows], keys)
             for label, rows in runs.items()
         }
+        if done:
+            done(name, out[name])
 
     reader = default_reader()
     if "builtin" in sets:
@@ -146,8 +154,9 @@ def ablate(
     settings: RetrievalSettings | None = None,
     agent: AgentSettings = DEFAULT_AGENT,
     progress: Callable[[str, int, int], None] | None = None,
+    done: Callable[[str, dict], None] | None = None,
 ) -> dict:
-    """{settings, sets: {set or folder: {variant: summary}}}."""
+    """{settings, sets: {set or folder: {variant: summary}}}; done(name, table) as each set or folder finishes."""
     for s in sets:
         if s not in SETS:
             raise RagError(f"unknown set '{s}'; sets: {', '.join(SETS)}")
@@ -157,8 +166,8 @@ def ablate(
     agent = agent.validated()
     result = {}
     if "docs" in sets:
-        result.update(docs_table(docs, settings, agent, progress))
-    result.update(answer_sets_table(sets, settings, agent, builtin_files, limit, progress))
+        result.update(docs_table(docs, settings, agent, progress, done))
+    result.update(answer_sets_table(sets, settings, agent, builtin_files, limit, progress, done))
     return {
         "settings": {**settings.validated().as_dict(), "max_steps": agent.max_steps, "limit": limit},
         "components": [*COMPONENTS, "abstain", "calculator"],
