@@ -29,7 +29,7 @@ demo: install
 	@echo
 	@echo "The rag command is in $(VENV). In each new shell, first run:  source $(VENV)/bin/activate"
 
-# The demo page's browser tests (tests/test_demo_page.py) need chromium and chromedriver; they are skipped without
+# The demo page's browser tests (tests/serve/test_demo_page.py) need chromium and chromedriver; they are skipped without
 # them. Installed with apt-get where it can (root, or sudo without a password); this never fails the build.
 browser:
 	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \

@@ -17,7 +17,7 @@ WEIGHTS = model_file("injection_classifier.npz")
 WEIGHTS_INFO = model_file("injection_classifier.json")  # sha256, training command and figures
 RETRAIN = "rag train screen"
 INT8 = True  # query time runs the int8 model: twice as fast on a CPU; its probabilities stay within 0.02 of fp32's
-#              (tests/test_onnx_models.py), and rag.training.screen_eval measures the screen as it runs
+#              (tests/encoders/test_onnx_models.py), and rag.training.screen_eval measures the screen as it runs
 MAX_TOKENS = 96  # a longer text is cut (the detector checks sentences and windows of up to three)
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from rag.calculator.formulas import _VECTOR_SOURCES, FORMULAS, calculate, read_quantities
 
-CORPUS = pathlib.Path(__file__).resolve().parents[1] / "corpus"
+CORPUS = pathlib.Path(__file__).resolve().parents[2] / "corpus"
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests
 import rag
 from rag.config import RagError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 BRACKETS = (
     "Install with pip install httpx[http2] today. See [link](https://example.org) for more. "
     "The flags [x] and [/b] stay as written, as does the note [1]."

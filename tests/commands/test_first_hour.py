@@ -1,5 +1,5 @@
 """A new user's first hour: each finding, through the real CLI (CliRunner on the real app), real MiniLM
-and FAISS, real folders. The page's and /docs's findings are in tests/test_demo_page.py (a real browser)."""
+and FAISS, real folders. The page's and /docs's findings are in tests/serve/test_demo_page.py (a real browser)."""
 
 from __future__ import annotations
 
@@ -212,7 +212,7 @@ def run_rag(*args, env=None, close_stdout=False):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, **(env or {})},
-        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
     )
     if close_stdout:
         proc.stdout.close()  # the reader went away before anything was written (`| head -0`)

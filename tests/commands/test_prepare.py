@@ -10,7 +10,7 @@ import pytest
 from rag.agent.prepare import QueryModel, missing_models, prepare_query_models
 from rag.config import cache_dir
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 QUESTION = "What does the embedding dimension control?"
 
 

@@ -1,6 +1,6 @@
 """The README's quick start, run as written: every `rag` line of its command-line and own-folder blocks
 through the real CLI on a fresh index folder, and `rag serve` with the curl line and the OpenAI client block against
-a real server. The Python blocks run in tests/test_api.py. A new user types these first; none may fail."""
+a real server. The Python blocks run in tests/commands/test_api.py. A new user types these first; none may fail."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def section(title: str) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 from rag.index.spec import IndexSpec
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def write_docs(folder: Path, tag: str, n: int = 4) -> None:

@@ -204,7 +204,7 @@ def test_the_pruned_grid_summaries_in_docs_redraw_without_their_run_folders(tmp_
 
     from rag.lm.isoflop_fit import summarize
 
-    src = Path(__file__).resolve().parent.parent / "docs" / "lm" / "isoflop"
+    src = Path(__file__).resolve().parents[2] / "docs" / "lm" / "isoflop"
     for name in ("isoflop.json", "grid.json", "baselines.json"):
         shutil.copy(src / name, tmp_path / name)
     old = json.loads((src / "isoflop.json").read_text())

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PAGES = [REPO / "docs" / "results-lm.md", REPO / "docs" / "lm" / "report.md"]
 KEYWORDS = ("bits per byte", "bits/byte", "bpb", "bits / byte")
 FIGURE = re.compile(r"(?<![\d.])([1-4]\.\d{3,4})(?![\d])")  # 1.000 to 4.9999: the range bits per byte live in

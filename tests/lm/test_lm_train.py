@@ -17,7 +17,7 @@ from rag.lm.checkpoint import read_curve, read_state
 from rag.lm.model import GPTConfig
 from rag.lm.train import TrainConfig, evaluate, train
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TINY = dict(dim=32, layers=2, heads=2, vocab=500, context=32)
 STEPS, BATCH = 200, 8
 

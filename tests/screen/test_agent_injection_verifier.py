@@ -21,7 +21,7 @@ from rag.screen.verifier import (
     vetoable,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_committed_weights_are_the_ones_the_json_describes():

@@ -192,7 +192,7 @@ def test_api_key_is_required_everywhere_but_health(inprocess_server):
         ("GET", "/indexes"),
         ("GET", "/metrics"),
         ("GET", "/config"),
-        ("GET", "/openapi.json"),  # /docs itself loads without the key and asks for it (tests/test_demo_page.py)
+        ("GET", "/openapi.json"),  # /docs itself loads without the key and asks for it (tests/serve/test_demo_page.py)
         ("POST", "/search"),
         ("POST", "/ask"),
         ("GET", "/v1/models"),
