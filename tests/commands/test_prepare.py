@@ -40,8 +40,8 @@ def rag(*args, timeout=1800):
 
 
 def cached_files() -> set[str]:
-    """The exported models and the probe-set verdicts: what a first question used to make."""
-    folders = [cache_dir() / "onnx", cache_dir() / "probe-checks"]
+    """The exported models: what a first question used to make."""
+    folders = [cache_dir() / "onnx"]
     return {str(p.relative_to(cache_dir())) for folder in folders for p in folder.rglob("*") if p.is_file()}
 
 

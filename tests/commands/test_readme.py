@@ -62,7 +62,7 @@ def test_quick_start_service_lines_run_as_written(tmp_path, index_dir):
     proc = start_server_process(port, log, serve[1:], env={"RAG_INDEX_DIR": str(index_dir)})
     here = lambda text: text.replace("127.0.0.1:8000", f"127.0.0.1:{port}")  # noqa: E731
     try:
-        wait_healthy(f"http://127.0.0.1:{port}", proc, timeout=300, log_path=log)
+        wait_healthy(f"http://127.0.0.1:{port}", proc, timeout=900, log_path=log)  # start-up makes the model exports
         [curl] = [b for b in blocks("HTTP and the OpenAI API", "bash") if b.startswith("curl")]
         out = subprocess.run(here(curl), shell=True, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0 and '"passages"' in out.stdout, out.stdout + out.stderr

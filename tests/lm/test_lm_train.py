@@ -197,7 +197,7 @@ def test_ddp_two_processes_hold_identical_weights(corpus, tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,  # two ranks' start-up and gloo rendezvous: minutes on a loaded 2-core box
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     r0, r1 = (out / "ddp" / "rank0.sha256").read_text(), (out / "ddp" / "rank1.sha256").read_text()
