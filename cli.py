@@ -24,7 +24,21 @@ from rag.config import RagNote, RagWarning, runtime_environment
 
 runtime_environment()  # before torch or faiss start their thread pools
 
-from rag.commands import advise, agent, bench, corpus, evaluate, index, lm, prepare, scale, search, serve, train  # noqa: E402
+from rag.commands import (  # noqa: E402
+    ablation,
+    advise,
+    agent,
+    bench,
+    corpus,
+    evaluate,
+    index,
+    lm,
+    prepare,
+    scale,
+    search,
+    serve,
+    train,
+)
 from rag.commands.common import err_console, note, safe, warn  # noqa: E402
 
 
@@ -153,7 +167,7 @@ eval_app = typer.Typer(help="Evaluations: retrieval quality and cost against d, 
 eval_app.command("retrieval")(evaluate.retrieval)
 eval_app.command("agent")(agent.eval_agent)
 eval_app.command("answers")(evaluate.eval_answers)
-eval_app.command("ablation")(evaluate.eval_ablation)
+eval_app.command("ablation")(ablation.eval_ablation)
 app.add_typer(eval_app, name="eval")
 
 train_app = typer.Typer(
