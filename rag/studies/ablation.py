@@ -94,16 +94,9 @@ def answer_sets_table(
     table) is called as each set finishes."""
     from rag.answer.llm import ExtractiveBackend
     from rag.answer.reader import default_reader
-    from rag.data.splits import HOTPOT_DEV
     from rag.retrieve import Retriever
-    from rag.studies.agent_eval import TOP, load_eval_set
-    from rag.studies.answer_eval import (
-        question_type,
-        score_agent_result,
-        seed_items,
-        squad_eval_questions,
-        summarise,
-    )
+    from rag.studies.agent_eval import TOP
+    from rag.studies.answer_eval import hotpot_items, score_agent_result, seed_items, squad_open_items, summarise
 
     out = {}
 
@@ -123,23 +116,10 @@ def answer_sets_table(
         table("builtin", Retriever.open(replace(settings, corpus="builtin").validated()), items, agent, ("key_fact",))
     short = replace(agent, short_answer=True)
     if "squad-open" in sets:
-        qs = squad_eval_questions(limit)
-        items = [{**q, "gold": [q["gold"]], "type": question_type(q["question"])} for q in qs]
         retriever = Retriever.open(replace(settings, corpus="squad", k=TOP).validated())
-        table("squad-open", retriever, items, short, ("em", "f1"))
+        table("squad-open", retriever, squad_open_items(limit), short, ("em", "f1"))
     if "hotpotqa" in sets:
-        corpus, queries, qrels = load_eval_set("hotpotqa")
-        queries = queries[HOTPOT_DEV:][:limit]
-        items = [
-            {
-                "id": q.id,
-                "question": q.text,
-                "answers": q.metadata["answers"],
-                "gold": sorted(qrels[q.id]),
-                "type": q.metadata.get("type") or question_type(q.text),
-            }
-            for q in queries
-        ]
+        corpus, items = hotpot_items(limit)
         retriever = Retriever.open(replace(settings, corpus="hotpotqa", k=TOP).validated(), corpus=corpus)
         table("hotpotqa", retriever, items, short, ("em", "f1"))
     return out

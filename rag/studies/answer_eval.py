@@ -162,6 +162,31 @@ def agent_rows(retriever, backend, items: list[dict], agent: AgentSettings, prog
     return rows
 
 
+def squad_open_items(limit: int = SQUAD_LIMIT) -> list[dict]:
+    """The SQuAD evaluation questions as open-domain items (gold: the paragraph id)."""
+    return [{**q, "gold": [q["gold"]], "type": question_type(q["question"])} for q in squad_eval_questions(limit)]
+
+
+def hotpot_items(limit: int | None = None):
+    """(the HotpotQA corpus, its held-out questions after the first HOTPOT_DEV as items; the first `limit`)."""
+    from rag.studies.agent_eval import load_eval_set
+
+    corpus, queries, qrels = load_eval_set("hotpotqa")
+    queries = queries[HOTPOT_DEV:]
+    queries = queries[:limit] if limit else queries
+    items = [
+        {
+            "id": q.id,
+            "question": q.text,
+            "answers": q.metadata["answers"],
+            "gold": sorted(qrels[q.id]),
+            "type": q.metadata.get("type") or question_type(q.text),
+        }
+        for q in queries
+    ]
+    return corpus, items
+
+
 def score_agent_result(item: dict, result: dict, ms: float) -> dict:
     """One question's row from the agent's result dict (the one `rag ask --json` prints)."""
     ids = [r["id"] for r in result["retrieved"]]
@@ -290,8 +315,7 @@ def evaluate_answers(
         questions = squad_eval_questions(squad_limit)
         record("squad-reading", "reader", squad_reading(reader, questions, progress), ("em", "f1"))
     if "squad-open" in parts:
-        questions = squad_eval_questions(squad_limit)
-        items = [{**q, "gold": [q["gold"]], "type": question_type(q["question"])} for q in questions]
+        items = squad_open_items(squad_limit)
         r = Retriever.open(replace(base, corpus="squad", k=TOP).validated())
         keys = ("em", "f1", "gold@10", "decomposed", "gold_dropped")
         for label, backend, ag in variants:
@@ -299,21 +323,7 @@ def evaluate_answers(
             record("squad-open", f"single-shot ({label})", single_shot_rows(r, backend, items, True, progress), keys)
             record("squad-open", f"agent ({label})", agent_rows(r, backend, items, short, progress), keys)
     if "hotpotqa" in parts:
-        from rag.studies.agent_eval import load_eval_set
-
-        corpus, queries, qrels = load_eval_set("hotpotqa")
-        queries = queries[HOTPOT_DEV:]
-        queries = queries[:hotpot_limit] if hotpot_limit else queries
-        items = [
-            {
-                "id": q.id,
-                "question": q.text,
-                "answers": q.metadata["answers"],
-                "gold": sorted(qrels[q.id]),
-                "type": q.metadata.get("type") or question_type(q.text),
-            }
-            for q in queries
-        ]
+        corpus, items = hotpot_items(hotpot_limit)
         r = Retriever.open(replace(base, corpus="hotpotqa", k=TOP).validated(), corpus=corpus)
         keys = ("em", "f1", "gold@10", "decomposed")
         for label, backend, ag in variants:
