@@ -292,8 +292,8 @@ def link_keeps(question: str, found: dict, ids: list[str]) -> list[str]:
 def reader_keeps(state: AgentState, ctx: AgentContext, found: dict, ids: list[str]) -> list[str]:
     """The reader reads the question (and each part of a multi-part question) over the round's best READ_PASSAGES
     passages; the passage it answers each from best is kept whatever the overlap test said. So is the passage of
-    the sentence that answers a yes/no, why or relation question (rag.answer.sentence_pick), which the span reader
-    cannot read: "Values are not rotated" shares too few words with "Does RoPE also rotate the value vectors?".
+    the sentence that answers a why or relation question (rag.answer.sentence_pick), which the span reader cannot
+    read.
     Each read passage records its margin for the question. Returns the ids it rescued."""
     if ctx.reader is None or not ids:
         return []

@@ -134,7 +134,7 @@ def _names(side: list[str], stems: set[str]) -> bool:
 
 
 def compare(question: str, passages: list[dict], limit: int = 5) -> dict | None:
-    """{kind: "comparison", sentence, passage, prefix} (see the module doc), or None when the question is not a
+    """{kind: "comparison", sentence, passage} (see the module doc), or None when the question is not a
     comparison or no sentence names either side."""
     found = sides(question)
     if not found:
@@ -197,4 +197,4 @@ class _Scored(NamedTuple):
 
 
 def _answer(sentence: str, passage: dict) -> dict:
-    return {"kind": "comparison", "sentence": sentence, "passage": passage, "prefix": ""}
+    return {"kind": "comparison", "sentence": sentence, "passage": passage}

@@ -5,9 +5,6 @@
   sentence-ranking answer (the backend's fallback) when a sentence shares the question's words, else the answer
   says "Not found in the passages" and cites the closest passage, never a guessed number.
 - A how-to question whose best passage holds a fenced code block answers with that block, whole.
-- A question that names its answer's options ("Who was born first, A or B?", "Are A and B both American?") is
-  answered with the option or yes/no that the options' own passages support (rag.answer.choice); a long answer
-  adds the opening sentence of each of those passages.
 - Empty passages and passages in another language are not read.
 - `MemoReader` caches one run's reads by (question, passage text), so grading, the stop decision and the answer
   read each passage once.
@@ -19,7 +16,6 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from rag.answer.choice import options_answer
 from rag.answer.comparison import compare
 from rag.answer.links import subject_links
 from rag.answer.reader import NULL_MARGIN, Span, sentence_around
@@ -208,10 +204,6 @@ class ReadAnswer:
     found: bool
 
 
-def _span(p: dict, start: int, end: int) -> dict:
-    return {"n": p["n"], "id": p["id"], "text": p["text"][start:end], "start": start, "end": end}
-
-
 def readable(passages: list[dict]) -> list[dict]:
     return [
         p for p in passages if isinstance(p.get("text"), str) and p["text"].strip() and not other_language(p["text"])
@@ -263,7 +255,7 @@ class Reading:
 
     @cached_property
     def typed(self) -> dict | None:
-        """The typed rules' sentence (why, relation, yes/no, comparison); a short answer does not use them."""
+        """The typed rules' sentence (why, relation, comparison); a short answer does not use them."""
         if self.short:  # a comparison gives both figures even when it was searched side by side
             return None
         return (None if self.sub_questions else pick(self.question, self.live, READ_PASSAGES)) or compare(
@@ -286,23 +278,6 @@ def code_answer(r: Reading) -> ReadAnswer | None:
 def calculator_answer(r: Reading) -> ReadAnswer | None:
     """The calculator's notes answer a single question, citing their source passage."""
     return ReadAnswer(" ".join(r.notes), [], True) if r.notes and not r.sub_questions else None
-
-
-def options_answerer(r: Reading) -> ReadAnswer | None:
-    """A question that names its options: the option or yes/no its passages support (rag.answer.choice)."""
-    options = None if r.typed else options_answer(r.question, r.live, r.reader)
-    return options_read(options, r.short) if options else None
-
-
-def yes_no_answer(r: Reading) -> ReadAnswer | None:
-    """The reader has no yes/no: the sentence that states it, and its polarity."""
-    typed = r.typed
-    if not (typed and typed["kind"] == "yes/no"):
-        return None
-    p = typed["passage"]
-    start = p["text"].find(typed["sentence"])
-    spans = [] if start < 0 else [_span(p, start, start + len(typed["sentence"]))]
-    return ReadAnswer(" ".join(r.notes + [f"{typed['prefix']}{typed['sentence']} [{p['n']}]"]), spans, True)
 
 
 def span_answer(r: Reading) -> ReadAnswer | None:
@@ -371,8 +346,6 @@ def not_found(r: Reading) -> ReadAnswer:
 ANSWERERS = {
     "code": code_answer,
     "calculator": calculator_answer,
-    "options": options_answerer,
-    "yes-no": yes_no_answer,
     "span": span_answer,
     "ranked-sentence": ranked_sentence_answer,
     "notes": notes_answer,
@@ -402,20 +375,3 @@ def read_answer(
     r = Reading(reader, question, passages, list(notes or []), sub_questions, short, fallback, support)
     asked = [fn for name, fn in ANSWERERS.items() if name == "not-found" or name not in without]
     return next(answer for answerer in asked if (answer := answerer(r)) is not None)
-
-
-def options_read(options: dict, short: bool) -> ReadAnswer:
-    """The answer to a question that names its options (rag.answer.choice): the option or yes/no with the passages
-    that decide it; a long answer adds each passage's opening sentence."""
-    answer, evidence = options["answer"], options["passages"]
-    spans = []
-    for p in evidence:
-        start = p["text"].lower().find(answer.lower()) if options["kind"] == "choice" else -1
-        if start >= 0:
-            spans.append(_span(p, start, start + len(answer)))
-    marks = "".join(f"[{p['n']}]" for p in evidence)
-    if short:
-        return ReadAnswer(f"{answer} {marks}", spans, True)
-    lead = answer[:1].upper() + answer[1:]
-    openings = " ".join(f"{sentences(p['text'])[0]} [{p['n']}]" for p in evidence if sentences(p["text"]))
-    return ReadAnswer(f"{lead}. {openings}".strip(), spans, True)

@@ -1,13 +1,10 @@
-"""Sentences for the questions a span reader reads badly: yes/no, why, "how is X related to Y", and questions whose
-words name a passage's section heading.
+"""Sentences for the questions a span reader reads badly: why, "how is X related to Y", and questions whose words
+name a passage's section heading.
 
 The learned reader (rag.answer.reader) was trained on SQuAD, where every answer is a short span; it has never seen a
-yes/no question, and for "why" or "how is X related to Y" it tends to return a noun phrase from a sentence that only
+yes/no question (`kind` names one, for the sentence ranker's features), and for "why" or "how is X related to Y" it tends to return a noun phrase from a sentence that only
 refers to the reason. These helpers rank whole sentences instead, by the question's words found in the sentence
 (or, at a lower weight, in its passage's title) plus cue words of the question's kind:
-- yes/no: a negation bound to a question word that is not the passage's topic ("RoPE has no parameters", "which
-  is undefined") answers "No — ..."; otherwise the sentence alone (never a bare "Yes": sharing the question's
-  words does not make a sentence say that its subject has the property).
 - why: causal cues (because, so, therefore, which is why, ...).
 - relation: relational cues (both, the two, same, unlike, equals, "=", leads to, builds on, ...), with the equation
   just before the sentence when the sentence itself states none, and the sentence before one that refers back
@@ -41,23 +38,6 @@ _RELATION = re.compile(
     r"|\b(?:relation(?:ship)?|connection|link|tie|correspondence)s?\s+between\s+(?P<x2>.+?)\s+and\s+(?P<y2>[^?]+)",
     re.I,
 )
-# "Can I ...", "Could one ...", "Is it possible to ...", "Does X support ...": a question about (in)ability
-_ABILITY_Q = re.compile(
-    r"^\s*(?:can|could)\s+(?:i|we|you|one|they|it|\w+(?:\s+\w+){0,4}?\s+be)\s+(?P<verb>\w+)"
-    r"|^\s*is\s+(?:it|there\s+a\s+way)\s+(?:\w+\s+)?(?:possible|able)?\s*to\s+(?P<verb2>\w+)"
-    r"|^\s*(?:does|do|can|will)\s+.+?\b(?P<verb3>support|allow|permit|handle|accept|enable)s?\b",
-    re.I,
-)
-_INABILITY = re.compile(
-    r"\bnot\s+(?:be\s+)?(?:supported|possible|allowed|available|able)\b|\bunsupported\b|\bcannot\b|\bcan't\b"
-    r"|\bcan\s+not\b|\bcould\s+not\b|\bimpossible\b|\bunable\b|\bno\s+way\b|\b(?:does|do)\s+not\s+support\b"
-    r"|\b(?:doesn't|don't)\s+support\b",
-    re.I,
-)
-_ABILITY = re.compile(r"\b(?:can|could|supports?|supported|possible|allows?|lets?|able to|enables?)\b", re.I)
-_NEGATION = frozenset("no not never nothing none neither nor cannot without".split())
-_NEG_PREFIXES = ("un", "non", "in", "im")
-_QUESTION_NEGATION = re.compile(r"\b(?:not|no|never)\b|n't\b", re.I)
 _CAUSAL = re.compile(
     r"\b(?:because|since|so|therefore|thus|hence|due to|as a result|which is why|that is why|this is why|"
     r"caused by|leads? to|means?)\b",
@@ -117,62 +97,6 @@ def kind(question: str) -> str | None:
     return None
 
 
-def _negated(sent_words: list[str], q_stems: set[str], title: set[str]) -> bool:
-    """Whether a negation is bound to a question word that is not the passage's topic (a title word): 'no
-    (trainable) parameters', 'does not add', 'adds nothing', 'undefined'. 'No position information' in a passage
-    titled "Rotary Position Embeddings" negates something else."""
-    predicate = q_stems - title
-    for i, w in enumerate(sent_words):
-        if any(w.startswith(p) and stem(w[len(p) :]) in predicate for p in _NEG_PREFIXES if len(w) > len(p) + 3):
-            return True
-        if stem(w) in predicate:
-            before = sent_words[max(0, i - 2) : i]  # "no (trainable) parameters", "does not add"
-            after = sent_words[i + 1 : i + 2]  # "adds nothing"; not "exact search, not with ..."
-            if any(x in _NEGATION or x.endswith("n't") for x in before) or any(x in ("nothing", "none") for x in after):
-                return True
-    return False
-
-
-def _asserts(sent_words: list[str], q_stems: set[str]) -> bool:
-    """Whether the sentence states a question word as a property: "is exact", "are (not) trainable"."""
-    for i, w in enumerate(sent_words[1:], 1):
-        base = next((w[len(x) :] for x in _NEG_PREFIXES if w.startswith(x) and stem(w[len(x) :]) in q_stems), w)
-        if stem(base) in q_stems and sent_words[i - 1] in ("is", "are", "was", "were", "be", "not"):
-            return True
-    return False
-
-
-def ability_verb(question: str) -> str | None:
-    """The verb of a question about (in)ability: "Can I delete ..." -> 'delete', "Is it possible to shrink ..." ->
-    'shrink', "Does X support Y" -> 'support'; None for other questions."""
-    m = _ABILITY_Q.search(question)
-    if not m:
-        return None
-    verb = m.group("verb") or m.group("verb2") or m.group("verb3")
-    return verb.lower() if verb and verb.lower() not in STOPWORDS else None
-
-
-# verbs that ask for the same ability: "Can I remove vectors?" is answered by "Deletion is not supported"
-_SAME_ABILITY = (
-    ("remove", "delete", "deletion", "erase", "drop"),
-    ("add", "insert", "append"),
-    ("change", "modify", "update", "edit", "alter"),
-    ("shrink", "reduce", "truncate", "cut", "compress"),
-    ("grow", "extend", "enlarge", "extrapolate"),
-    ("run", "execute", "use"),
-    ("save", "store", "persist", "write"),
-    ("load", "read", "open"),
-)
-
-
-def _same_verb(verb: str, sent_words: list[str]) -> bool:
-    """Whether the sentence uses the verb, a word of its family ("delete", "deleted", "deletion") or a verb that
-    asks for the same ability (_SAME_ABILITY)."""
-    family = next((group for group in _SAME_ABILITY if verb.lower() in group), (verb,))
-    roots = [r for r in (stem(v)[:5] for v in family) if len(r) >= 3]
-    return any(stem(w).startswith(root) for w in sent_words for root in roots)
-
-
 def relation_sides(question: str) -> list[list[str]]:
     """The stems of X and Y in "how is X related to Y", without trailing qualifiers ("for unit vectors")."""
     m = _RELATION.search(question)
@@ -202,47 +126,28 @@ def _coverage(q: list[str], sent_stems: set[str], title: set[str]) -> tuple[floa
 
 
 def pick(question: str, passages: list[dict], limit: int = 5) -> dict | None:
-    """{kind, sentence, passage, prefix} for a yes/no, why or relation question: the best sentence of the first
-    `limit` passages (see the module doc), or None when the question is of none of these kinds or no sentence
-    shares enough of its words."""
+    """{kind, sentence, passage} for a why or relation question: the best sentence of the first `limit`
+    passages (see the module doc), or None when the question is of neither kind or no sentence shares enough of its
+    words."""
     k = kind(question)
-    if k is None:
+    if k not in ("why", "relation"):
         return None
     q = _question_stems(question)
     if not q:
         return None
-    q_set = set(q)
     ents = relation_sides(question) if k == "relation" else []
-    verb = ability_verb(question) if k == "yes/no" else None
     best = None
     for rank, p, i, sent, title in _candidates(passages, limit):
         sent_words = words(sent)
         sent_stems = {stem(w) for w in sent_words}
-        if k == "yes/no":  # "undefined" mentions "defined": the predicate, negated
-            sent_stems |= {stem(w[len(x) :]) for w in sent_words for x in _NEG_PREFIXES if w.startswith(x)} & q_set
-        if verb:  # "deletion" covers "delete": the verb's family counts as the question's word
-            sent_stems |= {w for w in q_set if len(w) >= 5 and _same_verb(w, sent_words)}
         in_sent, in_title = _coverage(q, sent_stems, title)
-        negated = k == "yes/no" and _negated(sent_words, q_set, title)
         if ents:  # a relation names both X and Y, in the sentence or its title
             if not all(any(w in sent_stems or w in title for w in e) for e in ents):
                 continue
         elif in_sent < 1 or (in_sent + in_title) < 0.5 * len(q):
-            # a long question's other words ("once they've been added") need not appear in the sentence that
-            # states the ability it asks about ("Deletion is not supported in FAISS's HNSW")
-            states = verb and _same_verb(verb, sent_words) and (_INABILITY.search(sent) or _ABILITY.search(sent))
-            if not (states and in_sent >= 2):
-                continue
+            continue
         score = in_sent + TITLE_WEIGHT * in_title - RANK_COST * rank - 0.01 * max(0, len(sent_words) - 30)
-        if k == "yes/no":
-            if verb and _INABILITY.search(sent):  # "X is not supported", "cannot be ...": the inability stated
-                negated = negated or _same_verb(verb, sent_words)
-                score += 0.5
-            elif verb and _same_verb(verb, sent_words) and _ABILITY.search(sent):
-                score += 1.0  # the ability stated for the question's verb ("can be cut to ...")
-            score += 1.5 if negated else 0.0
-            score += 0.5 if _asserts(sent_words, q_set) else 0.0  # "Search is exact" for "Is search ... exact?"
-        elif k == "why":
+        if k == "why":
             score += 1.0 if _CAUSAL.search(sent) else 0.0
         elif k == "relation":
             score += min(3, len(set(m.lower() for m in _RELATIONAL.findall(sent))))
@@ -250,22 +155,19 @@ def pick(question: str, passages: list[dict], limit: int = 5) -> dict | None:
             score += 0.5 if _CONCLUDES.search(sent) else 0.0
             score += sum(1 for e in ents if sum(w in sent_stems for w in e) >= 2 / 3 * len(e))  # named in full
         if best is None or score > best[0]:
-            best = (score, p, i, sent, negated)
+            best = (score, p, i, sent)
     if best is None:
         return None
-    _, p, i, sent, negated = best
-    # "No" only where a negation binds the predicate; a sentence that shares every word may still be about
-    # something else ("a flat index is exact" for "Is HNSW exact?"), so no "Yes": the sentence speaks for itself
-    prefix = "No — " if k == "yes/no" and negated and not _QUESTION_NEGATION.search(question) else ""
+    _, p, i, sent = best
     if k == "relation" and not _EQUATION.search(sent):
         before = [s for s in sentences(p["text"])[:i] if _EQUATION.search(s) and len(words(s)) <= 20]
         if before:
             sent = f"{before[-1]} {sent}"
     back = _REFERS_BACK if k == "why" else _POINTS_BACK
     before_it = sentences(p["text"])[i - 1] if i > 0 else ""
-    if k in ("why", "relation") and back.search(best[3]) and before_it and before_it not in sent:
+    if back.search(best[3]) and before_it and before_it not in sent:
         sent = f"{before_it} {sent}"  # "Dense retrieval does the same ...": what it refers to
-    return {"kind": k, "sentence": sent, "passage": p, "prefix": prefix}
+    return {"kind": k, "sentence": sent, "passage": p}
 
 
 def needs_sentence_before(sentence: str, before: str) -> bool:

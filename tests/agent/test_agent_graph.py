@@ -154,15 +154,6 @@ def test_each_part_of_a_multi_part_question_keeps_the_passage_that_answers_it(bu
     check_citations(result, builtin_retriever.corpus)
 
 
-def test_a_yes_no_answer_comes_from_the_sentence_that_settles_it(builtin_retriever):
-    result = run_agent("Does rotary position embedding also rotate the value vectors?", retriever=builtin_retriever)
-    assert "Values are not rotated" in result["answer"]
-    result = run_agent(
-        "Can I remove vectors from a FAISS HNSW index once they've been added?", retriever=builtin_retriever
-    )
-    assert result["answer"].startswith("No — ") and "Deletion is not supported" in result["answer"]
-
-
 def test_a_multi_part_question_that_names_entities_answers_each_part(builtin_retriever):
     """A multi-part question that names entities plans a second hop ("long"); its parts still reach the answer
     step, so the second part gets its own sentence (the learned sentence ranker is off here: the rules alone)."""

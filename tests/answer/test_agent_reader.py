@@ -67,12 +67,6 @@ def test_how_to_answers_with_the_code_block_intact(tmp_path):
     assert result["citations"][0]["id"].startswith("README.md")
 
 
-def test_a_yes_no_question_gets_the_sentence_that_says_no(builtin_retriever):
-    result = run_agent("Does HNSW support deletion in FAISS?", retriever=builtin_retriever)
-    assert result["answer"].startswith("No — ") and "not supported" in result["answer"], result["answer"]
-    assert result["citations"][0]["id"].startswith("faiss-hnsw.md#")
-
-
 def test_a_definition_question_reads_its_documents_opening(builtin_retriever):
     from rag.agent.nodes import opening_lookups
 

@@ -1,13 +1,13 @@
-"""Sentences for the questions the span reader reads badly: yes/no answers "No" only where a negation binds the
-question's predicate, why-answers bring the sentence a back-reference points at, relation answers name both sides
-and their equation, a named section heading leads, and a definition question fetches its document's opening."""
+"""Sentences for the questions the span reader reads badly: why-answers bring the sentence a back-reference points
+at, relation answers name both sides and their equation, a named section heading leads, and a definition question
+fetches its document's opening."""
 
 from __future__ import annotations
 
 import pytest
 
 from rag.agent.nodes import opening_lookups
-from rag.answer.sentence_pick import ability_verb, heading_lead, kind, pick, relation_sides, with_antecedent
+from rag.answer.sentence_pick import heading_lead, kind, pick, relation_sides, with_antecedent
 
 LAYER = {
     "n": 1,
@@ -32,16 +32,6 @@ def test_kinds():
     assert kind("How is PCA related to whitening?") == "relation"
     assert kind("What is the relationship between loss and perplexity?") == "relation"
     assert kind("What is HNSW?") is None
-
-
-def test_yes_no_says_no_only_where_the_negation_binds_the_predicate():
-    got = pick("Does mean pooling need training?", [LAYER, POOLING])
-    assert got["prefix"] == "No — " and got["passage"]["id"] == "pool.md#1" and "needs no training" in got["sentence"]
-    # "the pooled vector is not normalised" negates a word of the question, but one that is the passage's topic
-    got = pick("Is mean pooling a kind of layer norm?", [POOLING])
-    assert got is None or got["prefix"] == ""
-    got = pick("Is layer norm's output unit variance?", [LAYER])  # shares every word, negates nothing: no "Yes"
-    assert got["prefix"] == "" and "unit variance" in got["sentence"]
 
 
 def test_a_why_answer_brings_the_sentence_a_back_reference_points_at():
@@ -94,55 +84,6 @@ def test_a_definition_question_fetches_its_documents_opening():
     assert opening_lookups("What is whitening?", ["a.md#3", "b.md#0"], {}, by_id) == []  # no document dominates
 
 
-def test_a_negated_predicate_beats_a_sentence_that_only_uses_the_word():
-    p = {
-        "n": 1,
-        "id": "log.md#0",
-        "title": "Logarithms — Domain",
-        "text": "The logarithm of x is defined as the power e must be raised to. At x = 0 the logarithm is undefined.",
-    }
-    got = pick("Is the logarithm of zero defined?", [p])
-    assert got["prefix"] == "No — " and "undefined" in got["sentence"]
-    q = {"n": 1, "id": "s.md#0", "title": "Search", "text": "Flat search compares all vectors. Search is exact."}
-    assert pick("Is flat search exact?", [q])["sentence"] == "Search is exact."
-
-
-TREE = {
-    "n": 1,
-    "id": "tree.md#2",
-    "title": "Tree Index — Limits",
-    "text": "A tree index answers range queries quickly. Removing a key is not supported; the index must be rebuilt. "
-    "Keys can be appended at any time.",
-}
-GRAPH = {
-    "n": 2,
-    "id": "graph.md#1",
-    "title": "Graph Index — Memory",
-    "text": "The graph stores 16 links per node. Its memory grows linearly with the number of nodes.",
-}
-
-
-@pytest.mark.parametrize(
-    "question",
-    [
-        "Can I remove a key from a tree index?",
-        "Is it possible to remove keys from a tree index?",
-        "Does the tree index support removing keys?",
-        "Can keys be removed from a tree index?",
-    ],
-)
-def test_an_ability_question_gets_the_sentence_that_states_the_inability_for_its_verb(question):
-    got = pick(question, [GRAPH, TREE])
-    assert got["prefix"] == "No — " and got["sentence"].startswith("Removing a key is not supported"), got
-
-
-def test_an_ability_that_is_stated_is_not_a_no():
-    got = pick("Can keys be appended to a tree index?", [GRAPH, TREE])
-    assert got["prefix"] == "" and got["sentence"] == "Keys can be appended at any time."
-    assert ability_verb("Could one shrink the graph?") == "shrink"
-    assert ability_verb("What can a tree index do?") is None
-
-
 @pytest.mark.parametrize(
     "question",
     [
@@ -157,31 +98,6 @@ def test_an_ability_that_is_stated_is_not_a_no():
 def test_relation_questions_however_they_are_phrased(question):
     assert kind(question) == "relation"
     assert [e[:1] for e in relation_sides(question)] == [["layer"], ["mean"]]
-
-
-def test_the_verbs_family_covers_the_question_word():
-    p = {
-        "n": 1,
-        "id": "store.md#4",
-        "title": "Vector Store — Limits",
-        "text": "The store keeps vectors in one file. Deletion is not supported in Acme's store; rebuild it instead.",
-    }
-    got = pick("Can I delete vectors from the Acme store?", [p])
-    assert got["prefix"] == "No — " and got["sentence"].startswith("Deletion is not supported")
-
-
-def test_an_ability_question_is_answered_by_a_verb_of_the_same_ability():
-    """ "Can I remove ...?" is settled by "Deletion is not supported", though the long question's other words
-    ("once they've been added") are not in that sentence."""
-    hnsw = {
-        "n": 1,
-        "id": "hnsw.md#4",
-        "title": "FAISS HNSW — Limits",
-        "text": "HNSW builds its graph as vectors arrive. Deletion is not supported in FAISS's HNSW; rebuilding is "
-        "the usual answer.",
-    }
-    got = pick("Can I remove vectors from a FAISS HNSW index once they've been added?", [hnsw])
-    assert got["prefix"] == "No — " and got["sentence"].startswith("Deletion is not supported")
 
 
 def test_plural_and_singular_share_a_stem():
