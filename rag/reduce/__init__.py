@@ -66,8 +66,11 @@ def reducer_kind(name: str) -> ReducerKind:
     return REDUCER_TABLE[valid_choice(name, REDUCERS, "reducer")]
 
 
+MIN_FIT_DOCUMENTS = 2  # the fewest passages a reducer that centres and fits axes can be fitted on
+
+
 class ReducerWarning(RagWarning):
-    """A learned reducer did not beat PCA and fell back to it."""
+    """A learned reducer did not beat PCA and fell back to it, or too few passages to fit one fell back to truncate."""
 
 
 def principal_axes(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -115,6 +118,14 @@ class Reducer:
             raise RagError(f"--dim {dim} is out of range for this encoder; choose 1..{width}")
         if kind == "truncate" or (kind == "pca" and dim == width):
             return cls(kind, dim)
+        if len(doc_vectors) < MIN_FIT_DOCUMENTS:  # no axis can be fitted: one centred vector is zero
+            warnings.warn(
+                f"{len(doc_vectors)} passage(s) cannot fit {kind}'s axes (it needs {MIN_FIT_DOCUMENTS}); "
+                f"the first {dim} dimensions are kept (truncate) until the folder has more",
+                ReducerWarning,
+                stacklevel=2,
+            )
+            return cls(kind, dim, fit_info={"fell_back": "truncate", "documents": len(doc_vectors)})
         mean, eigval, eigvec = principal_axes(doc_vectors)
         start = ABTT_DROP if kind == "abtt" else 0
         matrix = eigvec[:, start : start + dim].astype(np.float32)  # abtt near full width keeps what is left

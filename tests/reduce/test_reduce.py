@@ -104,3 +104,14 @@ def test_a_distilled_binary_index_is_built_stored_and_loaded_with_its_learned_re
     _, rows = loaded.index.search(reducer.transform(enc.encode([x.text for x in q], kind="query")), 10)
     found = [{loaded.passages[j].id for j in r} & set(scifact_small.qrels[x.id]) for x, r in zip(q, rows)]
     assert sum(bool(f) for f in found) >= 3  # real retrieval through the stored learned reducer and sign bits
+
+
+@pytest.mark.parametrize("kind", ["pca", "whiten", "abtt"])
+def test_one_passage_cannot_fit_axes_and_falls_back_to_truncation_with_a_warning(kind):
+    """One centred vector is zero: a fitted reducer would give NaN or empty vectors, and search would find nothing."""
+    x = np.random.default_rng(0).normal(size=(1, 32)).astype(np.float32)
+    with pytest.warns(ReducerWarning, match="cannot fit"):
+        r = Reducer.fit(x, 8, kind)
+    out = r.transform(x)
+    assert r.fit_info["fell_back"] == "truncate" and np.isfinite(out).all()
+    assert np.allclose(out, x[:, :8] / np.linalg.norm(x[:, :8]), atol=1e-6)

@@ -446,3 +446,26 @@ def test_a_server_of_folder_corpora_only_lets_the_page_ask(site, inprocess_serve
     )
     assert driver.execute_script("return document.body.dataset.askState") == "done"
     assert "gears" in driver.find_element("id", "ask-answer").text.lower()
+
+
+def test_a_folder_served_only_at_another_d_lets_the_page_ask(site, inprocess_server, tmp_path):
+    """With builds off and a folder corpus served only at d = 64 (the defaults ask for full width), Ask starts from
+    the d the server serves and answers with the default hybrid retriever."""
+    folder = tmp_path / "notes64"
+    folder.mkdir()
+    (folder / "gears.md").write_text("# Gears\n\nGears mesh with other gears to pass on rotation.\n")
+    (folder / "belts.md").write_text("# Belts\n\nBelts carry power between pulleys that sit far apart.\n")
+    url = inprocess_server(
+        corpora={"notes64": str(folder)}, allow={"corpus": ["notes64"]}, warm=[{"corpus": str(folder), "dim": 64}]
+    )
+    driver = site["driver"]
+    driver.get(url + "/?q=" + quote("What do gears mesh with?") + "#ask")
+    wait_until(lambda: driver.execute_script("return document.body.dataset.ready === '1'"), 30, "the pickers")
+    assert driver.find_element("id", "ask-corpus").get_attribute("value") == "notes64"
+    assert driver.find_element("id", "ask-dim").get_attribute("value") == "64"
+    driver.find_element("id", "ask-run").click()
+    wait_until(
+        lambda: driver.execute_script("return document.body.dataset.askState") in ("done", "error"), 180, "the answer"
+    )
+    assert driver.execute_script("return document.body.dataset.askState") == "done"
+    assert "gears" in driver.find_element("id", "ask-answer").text.lower()

@@ -260,6 +260,14 @@ function buildCommand(r) {
   return parts.join(" ");
 }
 
+// Where Ask starts: the defaults where the server builds what is missing, else the served configuration that agrees
+// with the defaults on the most settings (a server of folder corpora at d = 64 starts there, not at full width).
+function askPreset(config) {
+  if (config.build_missing || !config.configurations?.length) return {};
+  const agree = (c) => FIELDS.filter((k) => (c[k] ?? null) === (config.defaults[k] ?? null)).length;
+  return config.configurations.reduce((best, c) => (agree(c) > agree(best) ? c : best));
+}
+
 // Two configurations this server serves now (from /config, never names spelled here): A is the default's index,
 // B another built index of the same corpus. With one built and builds off, B repeats A and a note says which
 // command builds a second (the same index at a quarter of its width).
@@ -465,7 +473,7 @@ async function init() {
     return;
   }
   window.demoTimes.config = performance.now();
-  buildPickers($("ask-settings"), "ask", ["llm"]);
+  buildPickers($("ask-settings"), "ask", ["llm"], askPreset(state.config));
   const [presetA, presetB, note] = comparePresets(state.config);
   buildPickers($("compare-a"), "compare-a", [], presetA);
   buildPickers($("compare-b"), "compare-b", [], presetB);
