@@ -447,7 +447,8 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
     if hasattr(ctx.backend, "answer_spans"):  # only the extractive backend reads the reserve: screen it for that one
         reserve, reserve_warnings, reserve_flagged = screen_passages(reserve_passages(state, ctx, context))
     text, spans, used, warnings = _answer_with_fallback(ctx, state["question"], passages, notes, subs, reserve)
-    text, scrubbed = scrub_answer(text)  # nor leave in an answer, whichever backend wrote it
+    # nor leave in an answer, whichever backend wrote it (a quote of a passage the screen passed stays)
+    text, scrubbed = scrub_answer(text, [p["text"] for p in passages + reserve])
     warnings = (
         flag_warnings
         + warnings

@@ -498,18 +498,31 @@ def screen_passages(passages: list[dict]) -> tuple[list[dict], list[str], list[s
     return out, warnings, flagged
 
 
-def scrub_answer(text: str) -> tuple[str, int]:
-    """The answer without any flagged sentence (a last check, whichever backend wrote it); (text, removed)."""
+def scrub_answer(text: str, screened: list[str] = ()) -> tuple[str, int]:
+    """The answer without any flagged sentence (a last check, whichever backend wrote it); (text, removed).
+
+    A sentence quoted word for word from `screened` (passage texts the passage screen, with its second look, has
+    already passed) is kept: read alone and without the verifier, the first stage would flag what the passage
+    screen judged to be about a model rather than addressed to one."""
     lines, removed, det = [], 0, detector()
+    passed = [" ".join(t.split()) for t in screened]
     for line in text.split("\n"):
         sents = [s for s in re.split(r"(?<=[.!?。！？])\s+", line) if s.strip()]
         flags = det.flags(sents, windows=False) if sents else []
+        flags = [None if f and quoted(f.sentence, passed) else f for f in flags]
         removed += sum(1 for f in flags if f)
         lines.append(" ".join(s for s, f in zip(sents, flags) if f is None) if any(flags) else line)
     text = "\n".join(line for line in lines if not ORPHAN_CITATIONS.fullmatch(line)).strip()
     return text, removed
 
 
+def quoted(sentence: str, texts: list[str]) -> bool:
+    """Whether the sentence, without its [n] markers, appears word for word in one of the (whitespace-joined) texts."""
+    bare = " ".join(CITATION_MARKS.sub(" ", sentence).split())
+    return len(bare) >= 20 and any(bare in t for t in texts)
+
+
+CITATION_MARKS = re.compile(r"\[\d+\]")
 ORPHAN_CITATIONS = re.compile(r"\s*(?:\[\d+\]\s*)+[.,;]?\s*")  # a line left holding only "[1]" after a removal
 WITHHELD = "[withheld: instruction-like text from a passage]"
 

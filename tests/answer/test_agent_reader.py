@@ -82,3 +82,12 @@ def test_a_definition_question_reads_its_documents_opening(builtin_retriever):
     ]
     assert opening_lookups(question, ids, {opening: by_id[opening]}, by_id) == []  # found already
     assert opening_lookups("Who wrote the HNSW paper?", ids, {}, by_id) == []  # not a definition question
+
+
+def test_what_is_bm25_keeps_its_passages_and_carries_no_screen_warning(builtin_retriever):
+    """The built-in corpus's BM25 pages (a formula, a benchmark figure) are documentation, not orders to a model."""
+    from rag.agent import run_agent
+
+    result = run_agent("What is BM25?", retriever=builtin_retriever)
+    assert result["warnings"] == [], result["warnings"]
+    assert "0.662" in result["answer"] and any(c["id"].startswith("bm25.md#") for c in result["citations"])
