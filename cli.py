@@ -176,6 +176,7 @@ train_app = typer.Typer(
 )
 train_app.command("reader")(train.train_reader)
 train_app.command("screen")(train.train_screen)
+train_app.command("screen-head")(train.train_screen_head)
 train_app.command("screen-verifier")(train.train_screen_verifier)
 train_app.command("hop")(train.train_hop)
 train_app.command("abstain")(train.train_abstain)

@@ -1,5 +1,5 @@
-"""`rag train ...`: `reader` (the learned span reader), `screen` (the injection classifier), `screen-verifier` (its
-second look), `hop` (the multi-hop decision), `abstain` (does a passage answer?) and `sentences` (the answer-sentence ranker). Each prints its figures as
+"""`rag train ...`: `reader` (the learned span reader), `screen` (the injection classifier), `screen-head` (its logit
+head refitted with documentation as benign text), `screen-verifier` (its second look), `hop` (the multi-hop decision), `abstain` (does a passage answer?) and `sentences` (the answer-sentence ranker). Each prints its figures as
 JSON on stdout and its progress on stderr."""
 
 from __future__ import annotations
@@ -116,6 +116,29 @@ def _train_screen_verifier(threads, out):
     from rag.training.verifier_fit import train
 
     info = train(out=Path(out) if out else None, threads=threads, progress=print_progress)
+    console.print_json(json.dumps(info))
+
+
+def train_screen_head(
+    seed: int = typer.Option(0, help="Seed for the draw of training texts and README pieces."),
+    out: Path = typer.Option(
+        None,
+        help="Where to write the weights (default: the committed rag/models/injection_classifier.npz and its card).",
+    ),
+):
+    """Refit the injection classifier's logit head with documentation as benign text: the README-style descriptions
+    that installed packages ship, beside a sample of the classifier's own training texts; MiniLM and its adapters stay
+    as trained (about 5 minutes on 2 cores)."""
+    _train_screen_head(seed, out)
+
+
+@handle_errors
+def _train_screen_head(seed, out):
+    import json
+
+    from rag.training.screen_head import refit_head
+
+    info = refit_head(out=Path(out) if out else None, seed=seed, progress=print_progress)
     console.print_json(json.dumps(info))
 
 

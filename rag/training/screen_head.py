@@ -1,4 +1,4 @@
-"""`python -m rag.training.screen_head [SEED]`: fit the injection classifier's logit head again, with
+"""`rag train screen-head [--seed N]` (or `python -m rag.training.screen_head [SEED]`): fit the injection classifier's logit head again, with
 documentation as benign text.
 
 The classifier (rag.screen.classifier_model) is MiniLM with adapters, mean pooling and a 384→1 head. Its training
@@ -125,7 +125,7 @@ def refit_head(
     fitted = (clf.predict_proba(x)[:, 1] >= 0.95) == y
     info = {
         **{k: v for k, v in previous.items() if k not in ("measured", "sha256", "bytes")},
-        "command": f"python -m rag.training.screen_head {seed}",
+        "command": f"rag train screen-head --seed {seed}",
         "adapters_from": previous.get("command", ""),
         "head": {
             "fit": "logistic regression on the pooled features, class-balanced",
