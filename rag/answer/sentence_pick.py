@@ -2,9 +2,10 @@
 name a passage's section heading.
 
 The learned reader (rag.answer.reader) was trained on SQuAD, where every answer is a short span; it has never seen a
-yes/no question (`kind` names one, for the sentence ranker's features), and for "why" or "how is X related to Y" it tends to return a noun phrase from a sentence that only
-refers to the reason. These helpers rank whole sentences instead, by the question's words found in the sentence
-(or, at a lower weight, in its passage's title) plus cue words of the question's kind:
+yes/no question (`kind` names one, for the sentence ranker's features), and for "why" or "how is X related to Y" it
+tends to return a noun phrase from a sentence that only refers to the reason. These helpers rank whole sentences
+instead, by the question's words found in the sentence (or, at a lower weight, in its passage's title) plus cue words
+of the question's kind:
 - why: causal cues (because, so, therefore, which is why, ...).
 - relation: relational cues (both, the two, same, unlike, equals, "=", leads to, builds on, ...), with the equation
   just before the sentence when the sentence itself states none, and the sentence before one that refers back

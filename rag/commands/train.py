@@ -1,6 +1,7 @@
 """`rag train ...`: `reader` (the learned span reader), `screen` (the injection classifier), `screen-head` (its logit
-head refitted with documentation as benign text), `screen-verifier` (its second look), `hop` (the multi-hop decision), `abstain` (does a passage answer?) and `sentences` (the answer-sentence ranker). Each prints its figures as
-JSON on stdout and its progress on stderr."""
+head refitted with documentation as benign text), `screen-verifier` (its second look), `hop` (the multi-hop decision),
+`abstain` (does a passage answer?) and `sentences` (the answer-sentence ranker). Each prints its figures as JSON on
+stdout and its progress on stderr."""
 
 from __future__ import annotations
 
