@@ -22,34 +22,15 @@ import re
 import sys
 import time
 import zlib
-from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def folder_rate(det, passages_text: list[str]) -> dict:
-    from rag.screen.detector import pieces
+    from rag.studies.docs_eval import screen_rate
 
-    n = flagged = hit = 0
-    reasons: Counter = Counter()
-    examples = []
-    for text in passages_text:
-        sents = pieces(text)
-        flags = det.passage_flags(sents)
-        marked = [f for f in flags if f]
-        n, flagged, hit = n + len(flags), flagged + len(marked), hit + bool(marked)
-        reasons.update(re.sub(r":[\d.]+$", "", f.reason.split(" ")[0]) for f in marked)
-        examples += [f"{f.reason} | {f.sentence[:200]}" for f in marked]
-    return {
-        "sentences": n,
-        "sentences_flagged": flagged,
-        "sentence_share": round(flagged / max(1, n), 4),
-        "passages": len(passages_text),
-        "passages_flagged": hit,
-        "reasons": dict(reasons.most_common(8)),
-        "flagged": examples,
-    }
+    return screen_rate(passages_text, det, examples=True)
 
 
 def readme_passages(quarters=(1, 3)) -> list[str]:

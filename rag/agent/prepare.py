@@ -100,27 +100,33 @@ def check_index_probes() -> int:
     return checked
 
 
+def export_in_child(code: str, target: Callable[[], Path]) -> tuple[bool, str]:
+    """Run `code` in a child Python (the checkout on its path, its output kept off the terminal); (whether it ended
+    well and made target(), the last line of its error output or why it could not run)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_DIR), os.environ.get("PYTHONPATH")]))}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=REPO_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=EXPORT_TIMEOUT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, str(exc)
+    why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+    return done.returncode == 0 and target().exists(), why
+
+
 def prepare_query_models(say: Callable[[str], None], models=QUERY_MODELS) -> dict:
     """Make each missing model in a child process, one line each, then check the built indexes' probe sets;
     {"made": [...], "failed": [...], "probes_checked": n, "seconds": s}."""
     made, failed, start = [], [], time.perf_counter()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_DIR), os.environ.get("PYTHONPATH")]))}
     for model in missing_models(models):
         began = time.perf_counter()
         say(f"preparing {model.name} (once per cache)")
-        try:
-            done = subprocess.run(
-                [sys.executable, "-c", model.code],
-                cwd=REPO_DIR,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=EXPORT_TIMEOUT_S,
-            )
-            ok = done.returncode == 0 and model.target().exists()
-            why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            ok, why = False, str(exc)
+        ok, why = export_in_child(model.code, model.target)
         if ok:
             made.append({"model": model.name, "seconds": round(time.perf_counter() - began, 1)})
         else:

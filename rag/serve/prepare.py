@@ -9,16 +9,11 @@ and left to the first request that needs it, as before.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rag.config import REPO_DIR
-
-EXPORT_TIMEOUT_S = 1800
+from rag.agent.prepare import export_in_child
 
 
 @dataclass(frozen=True)
@@ -67,20 +62,7 @@ def prepare_models(say: Callable[[str], None] = print, exports=EXPORTS) -> list[
             load(export, say, failed)
             continue
         say(f"preparing {export.name} before serving (once per cache; a few minutes)")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_DIR), os.environ.get("PYTHONPATH")]))}
-        try:
-            done = subprocess.run(
-                [sys.executable, "-c", export.code],
-                cwd=REPO_DIR,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=EXPORT_TIMEOUT_S,
-            )
-            ok = done.returncode == 0 and target.exists()
-            why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            ok, why = False, str(exc)
+        ok, why = export_in_child(export.code, export.target)
         if not ok:
             failed.append(export.name)
             say(f"warning: {export.name} failed ({why[:200]}); the first request that needs it makes it instead")

@@ -134,29 +134,32 @@ def summarise_rows(rows: list[dict]) -> dict:
     }
 
 
-def screen_rate(passages) -> dict:
-    """How much of the folder the injection screen flags, read as the answer step reads each passage (its sentences,
-    the verifier's second look included): sentences and passages flagged, and the reasons, most common first."""
+def screen_rate(texts: list[str], det=None, examples: bool = False) -> dict:
+    """How much of the folder the injection screen flags, read as the answer step reads each passage text (its
+    sentences, the verifier's second look included): sentences and passages flagged, and the reasons, most common
+    first; with examples, each flagged sentence with its reason. det: the screen's detector (default: shipped)."""
     from collections import Counter
 
     from rag.screen.detector import detector, pieces
 
-    det, sentences, flagged, hit, reasons = detector(), 0, 0, 0, Counter()
-    for p in passages:
-        flags = det.passage_flags(pieces(p.text))
+    det, sentences, flagged, hit, reasons, found = det or detector(), 0, 0, 0, Counter(), []
+    for text in texts:
+        flags = det.passage_flags(pieces(text))
         sentences += len(flags)
         marked = [f for f in flags if f]
         flagged += len(marked)
         hit += bool(marked)
         reasons.update(re.sub(r":[\d.]+$", "", f.reason.split(" ")[0]) for f in marked)  # similar:0.91 -> similar
-    return {
+        found += [f"{f.reason} | {f.sentence[:200]}" for f in marked] if examples else []
+    out = {
         "sentences": sentences,
         "sentences_flagged": flagged,
         "sentence_share": round(flagged / max(1, sentences), 4),
-        "passages": len(passages),
+        "passages": len(texts),
         "passages_flagged": hit,
         "reasons": dict(reasons.most_common(8)),
     }
+    return {**out, "flagged": found} if examples else out
 
 
 def cli_latency(folder: str, questions: list[str], settings: RetrievalSettings) -> dict:
@@ -235,7 +238,7 @@ def evaluate_docs(
             "summary": summarise_rows(rows),
             "by_type": {t: summarise_rows([r for r in rows if r["type"] == t]) for t in types},
             "cli": cli_latency(str(folder), sample, s) if sample else None,
-            "screen": screen_rate(retriever.corpus.passages),
+            "screen": screen_rate([p.text for p in retriever.corpus.passages]),
         }
         per_query.extend(rows)
     settings = {
