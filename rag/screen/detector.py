@@ -508,8 +508,10 @@ def scrub_answer(text: str, screened: list[str] = ()) -> tuple[str, int]:
     passed = [" ".join(t.split()) for t in screened]
     for line in text.split("\n"):
         sents = [s for s in re.split(r"(?<=[.!?。！？])\s+", line) if s.strip()]
-        flags = det.flags(sents, windows=False) if sents else []
-        flags = [None if f and quoted(f.sentence, passed) else f for f in flags]
+        unquoted = [i for i, sent in enumerate(sents) if not quoted(sent, passed)]  # a quote is not scored again
+        flags: list[Flag | None] = [None] * len(sents)
+        for i, f in zip(unquoted, det.flags([sents[i] for i in unquoted], windows=False) if unquoted else []):
+            flags[i] = f
         removed += sum(1 for f in flags if f)
         lines.append(" ".join(s for s, f in zip(sents, flags) if f is None) if any(flags) else line)
     text = "\n".join(line for line in lines if not ORPHAN_CITATIONS.fullmatch(line)).strip()
