@@ -38,7 +38,7 @@ from rag.answer.llm import ExtractiveBackend, experimental_warning, get_backend
 from rag.answer.reading import MemoReader
 from rag.config import RagError, built_once, check_question
 from rag.retrieve import RetrievalSettings, Retriever, open_retriever
-from rag.screen.detector import guard_step, screened_text
+from rag.screen.guard import guard_step, screened_text
 
 NODES = {"analyze": analyze, "retrieve": retrieve, "grade": grade, "rewrite": rewrite, "hop": hop, "answer": answer}
 
@@ -47,12 +47,15 @@ BUILDS_QUERIES = ("hop",)  # nodes that build searches from kept passages: they 
 
 
 def screened_kept(state: AgentState) -> AgentState:
-    """The state with each kept passage's text screened (rag.screen.detector), so that queries built from passages
+    """The state with each kept passage's text screened (rag.screen.guard), so that queries built from passages
     never carry an instruction planted in one (the answer node screens again and reports what it removed)."""
     found = {
         pid: {
             **f,
-            "hit": replace(f["hit"], passage=replace(f["hit"].passage, text=screened_text(f["hit"].passage.text))),
+            "hit": replace(
+                f["hit"],
+                passage=replace(f["hit"].passage, text=screened_text(f["hit"].passage.text, f["hit"].passage.title)),
+            ),
         }
         if f.get("kept")
         else f

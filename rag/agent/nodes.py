@@ -37,7 +37,7 @@ from rag.answer.llm import ExtractiveBackend
 from rag.answer.reading import NOT_FOUND
 from rag.lexicon import overlap
 from rag.retrieve import Hit, Retriever
-from rag.screen.detector import screen_passages, scrub_answer
+from rag.screen.guard import screen_passages, scrub_answer
 
 FIRST_TIER = 7  # how many of the first search's hits rank ahead of lookups and second-hop hits
 KEEP_OVERLAP = 0.34  # share of the query's content words a passage must contain to count as relevant

@@ -46,7 +46,7 @@ def format_context(passages: list[dict], max_words: int | None = None) -> str:
     """The delimited context block: <context> [n] title (id) text ... </context>."""
     lines = ["<context>"]
     for p in passages:
-        text = p["text"]  # already screened (rag.screen.detector.screen_passages) by the agent's nodes
+        text = p["text"]  # already screened (rag.screen.guard.screen_passages) by the agent's nodes
         if max_words:
             text = " ".join(text.split()[:max_words])
         lines.append(f"[{p['n']}] {p['title']} (id: {p['id']})\n{text}")

@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,6 +142,9 @@ def load_session(weights: Path = WEIGHTS, threads: int | None = None):
     return cached_session("reader", weights, export, "rag train reader", threads)
 
 
+LOGITS_CACHE = 256  # windows whose logits a Reader keeps (about 2 MB)
+
+
 class Reader:
     """Reads passages for a question and returns the best span in each (see the module doc)."""
 
@@ -147,19 +152,27 @@ class Reader:
         self.tok = minilm_tokenizer()
         self.session = load_session(weights, threads)
         self.batch = batch
+        self.cache: OrderedDict[tuple, tuple[np.ndarray, np.ndarray]] = OrderedDict()  # the agent's grade and answer
+        self.lock = threading.Lock()  # steps read the same (question, passage) windows: the second read is a lookup
 
     def logits(self, windows: list[Window]) -> list[tuple[np.ndarray, np.ndarray]]:
-        out = []
-        order = sorted(range(len(windows)), key=lambda i: len(windows[i].input_ids))
-        res: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        for b in range(0, len(order), self.batch):
-            chunk = order[b : b + self.batch]
+        """(start, end) logits per window; the last LOGITS_CACHE windows' logits are kept, keyed by their ids."""
+        keys = [(tuple(w.input_ids), tuple(w.token_type_ids)) for w in windows]
+        with self.lock:
+            res = {i: self.cache[k] for i, k in enumerate(keys) if k in self.cache}
+        todo = sorted((i for i in range(len(windows)) if i not in res), key=lambda i: len(windows[i].input_ids))
+        for b in range(0, len(todo), self.batch):
+            chunk = todo[b : b + self.batch]
             start, end = self.session.run(None, pad_batch([windows[i] for i in chunk]))
             for r, i in enumerate(chunk):
                 n = len(windows[i].input_ids)
                 res[i] = (start[r, :n], end[r, :n])
-        out = [res[i] for i in range(len(windows))]
-        return out
+        with self.lock:
+            for i in todo:
+                self.cache[keys[i]] = res[i]
+            while len(self.cache) > LOGITS_CACHE:
+                self.cache.popitem(last=False)
+        return [res[i] for i in range(len(windows))]
 
     def read(self, question: str, texts: list[str]) -> list[Span]:
         """The best span of each passage that has one, best first (by score minus null score)."""

@@ -40,9 +40,17 @@ def build_cmd(
     stream: bool = StreamOpt,
     resume: bool = ResumeOpt,
     chunk: int = ChunkOpt,
+    screen: bool = typer.Option(
+        True,
+        "--screen/--no-screen",
+        help="Judge every passage with the injection screen now and store the verdicts, so that `rag ask` reads "
+        "them instead of running the screen's models (--no-screen: a quicker build; each passage is judged when a "
+        "question first retrieves it). Streamed and sharded builds do not screen.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
 ):
-    """Encode the corpus (cached at full width), reduce to d, build the index and store it atomically."""
+    """Encode the corpus (cached at full width), reduce to d, build the index and store it atomically; build the
+    BM25 cache and screen every passage for text addressed to a model."""
     from rag.index.spec import IndexSpec
     from rag.retrieve.build import BuildMethod, build_stored
 
@@ -50,6 +58,12 @@ def build_cmd(
     method = BuildMethod(engine, shards, address, stream, resume, chunk)
     with progress_bars(enabled=not as_json) as progress:  # the sharded build reports none: nothing is drawn
         manifest = build_stored(corpus, spec, method=method, progress=progress, on_wait=warn, on_warning=warn)
+        if screen and not method.sharded and not (method.stream or method.resume):  # in-memory builds
+            from rag.data.corpus import load_corpus
+            from rag.screen.guard import screen_corpus
+
+            manifest["screened"] = screen_corpus(load_corpus(corpus), progress)
+            manifest["wall_s"] = round(manifest["wall_s"] + manifest["screened"]["s"], 2)  # the build's real time
     if as_json:
         return print_json(manifest)
     if "shard_vectors" in manifest:
@@ -68,6 +82,11 @@ def build_cmd(
         f"{manifest.get('bytes', 0):,} bytes with passages and reducer); {manifest['wall_s']:.1f} s in all "
         f"(the {manifest['kind']} index itself {manifest['build_s']:.2f} s on {manifest['device']})"
     )
+    if screened := manifest.get("screened"):
+        console.print(
+            f"[green]screened[/] {screened['passages']} passages for text addressed to a model in {screened['s']:.1f} s: "
+            f"{screened['flagged']} flagged (their sentences are withheld from answers; `rag ask` reads these verdicts)"
+        )
 
 
 @app.command("update")

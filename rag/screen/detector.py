@@ -25,9 +25,8 @@ classifier and kept (fresh5 and benign5 are training data now). An English rule 
 `python -m rag.training.screen_eval` prints the false-positive rate on held-out corpus sentences and the benign
 sets, and the recall on every attack set; docs/security.md has the figures.
 
-screen_passages() removes flagged sentences before any backend sees a passage (keeping the facts a flagged
-sentence opened with) and names the passage in a warning; scrub_answer() drops any flagged sentence from a
-finished answer, whichever backend wrote it; guard_step() withholds flagged search queries and sub-questions.
+What the agent calls (screen_passages, scrub_answer, guard_step) is in rag.screen.guard, which keeps each verdict
+(rag.screen.verdicts) and asks this detector only about text it has not judged before.
 """
 
 from __future__ import annotations
@@ -468,106 +467,3 @@ def detector() -> Detector:
         if _DETECTOR is None:
             _DETECTOR = Detector()
         return _DETECTOR
-
-
-def screen_passages(passages: list[dict]) -> tuple[list[dict], list[str], list[str]]:
-    """(passages with flagged sentences removed, warnings naming each flagged passage, flagged passage ids). A
-    passage's title (its document's title and heading) is screened too, and withheld where flagged. Passages without
-    a flagged sentence or title are returned unchanged."""
-    det, out, warnings, flagged = detector(), [], [], []
-    for p in passages:
-        sents = pieces(p["text"])
-        flags = det.passage_flags(sents)
-        title = p.get("title", "")
-        title_flagged = bool(title) and any(det.passage_flags(pieces(title)))
-        if not any(flags) and not title_flagged:
-            out.append(p)
-            continue
-        kept = [s if f is None else leading_facts(s, det) for s, f in zip(sents, flags)]
-        kept = [s for s in kept if s]
-        first = next((f.reason for f in flags if f), "its title")
-        flagged.append(p["id"])
-        title = WITHHELD if title_flagged else title
-        warnings.append(
-            f"passage [{p.get('n', '?')}] {p['id']} ('{title}') contains text addressed to the model "
-            f"({sum(1 for f in flags if f) + title_flagged} sentence(s), {first}); those sentences were removed and "
-            "not followed (not quoted here, so that the instruction does not travel on in the warning)"
-        )
-        text = " ".join(kept) or "[this passage held only instruction-like text]"
-        out.append({**p, "title": title, "text": text} if any(flags) else {**p, "title": title})
-    return out, warnings, flagged
-
-
-def scrub_answer(text: str, screened: list[str] = ()) -> tuple[str, int]:
-    """The answer without any flagged sentence (a last check, whichever backend wrote it); (text, removed).
-
-    A sentence quoted word for word from `screened` (passage texts the passage screen, with its second look, has
-    already passed) is kept: read alone and without the verifier, the first stage would flag what the passage
-    screen judged to be about a model rather than addressed to one."""
-    lines, removed, det = [], 0, detector()
-    passed = [" ".join(t.split()) for t in screened]
-    for line in text.split("\n"):
-        sents = [s for s in re.split(r"(?<=[.!?。！？])\s+", line) if s.strip()]
-        unquoted = [i for i, sent in enumerate(sents) if not quoted(sent, passed)]  # a quote is not scored again
-        flags: list[Flag | None] = [None] * len(sents)
-        for i, f in zip(unquoted, det.flags([sents[i] for i in unquoted], windows=False) if unquoted else []):
-            flags[i] = f
-        removed += sum(1 for f in flags if f)
-        lines.append(" ".join(s for s, f in zip(sents, flags) if f is None) if any(flags) else line)
-    text = "\n".join(line for line in lines if not ORPHAN_CITATIONS.fullmatch(line)).strip()
-    return text, removed
-
-
-def quoted(sentence: str, texts: list[str]) -> bool:
-    """Whether the sentence, without its [n] markers, appears word for word in one of the (whitespace-joined) texts."""
-    bare = " ".join(CITATION_MARKS.sub(" ", sentence).split())
-    return len(bare) >= 20 and any(bare in t for t in texts)
-
-
-CITATION_MARKS = re.compile(r"\[\d+\]")
-ORPHAN_CITATIONS = re.compile(r"\s*(?:\[\d+\]\s*)+[.,;]?\s*")  # a line left holding only "[1]" after a removal
-WITHHELD = "[withheld: instruction-like text from a passage]"
-
-
-def guard_strings(values: list[str], question: str = "") -> tuple[list[str], int]:
-    """Each string, or WITHHELD where the detector flags it (queries, titles and other text a step carries). A
-    string made only of the question's own words came from the user, not from a passage, and is not checked."""
-    det, out, n = detector(), [], 0
-    asked = set(re.findall(r"\w+", question.casefold()))
-    for value in values:
-        words = set(re.findall(r"\w+", value.casefold())) if isinstance(value, str) else set()
-        if words and not words <= asked and any(det.flags(pieces(value))):
-            out.append(WITHHELD)
-            n += 1
-        else:
-            out.append(value)
-    return out, n
-
-
-def guard_step(step: dict, question: str = "") -> dict:
-    """A streamed or returned agent step with flagged text withheld: the search queries a rewrite or a hop built,
-    the titles it came from, the sub-questions, the titles of the passages a search found (`hits`, which the OpenAI
-    endpoint streams as reasoning content). Steps carry no passage text of their own."""
-    out = dict(step)
-    hits = out.get("hits")
-    if isinstance(hits, list) and all(isinstance(h, dict) and isinstance(h.get("title"), str) for h in hits):
-        titles, _ = guard_strings([h["title"] for h in hits], question)
-        out["hits"] = [{**h, "title": t} for h, t in zip(hits, titles)]
-    for key in ("query", "queries", "sub_questions", "from", "lookups"):
-        value = out.get(key)
-        if isinstance(value, str):
-            out[key] = guard_strings([value], question)[0][0]
-        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-            out[key] = guard_strings(value, question)[0]
-    return out
-
-
-def screened_text(text: str) -> str:
-    """A passage's text with flagged sentences removed (leading facts kept), for what the agent builds from it."""
-    det = detector()
-    sents = pieces(text)
-    flags = det.passage_flags(sents)
-    if not any(flags):
-        return text
-    kept = [s if f is None else leading_facts(s, det) for s, f in zip(sents, flags)]
-    return " ".join(s for s in kept if s)

@@ -1,7 +1,7 @@
 """`rag eval answers --docs DIR --questions FILE`: the agent on a documentation folder, run as a user runs it.
 
-The folder is indexed with the given settings (built first when its index is missing, as `rag index build` does),
-then each question is asked with the agent's defaults. Per question and per folder it reports:
+The folder is indexed with the given settings (built first when its index is missing, and every passage screened, as
+`rag index build` does), then each question is asked with the agent's defaults. Per question and per folder it reports:
 - key_fact: the answer contains the key facts (all of them, or one when the question's `any_of` is true), with the
   containment test of the built-in set (case, spaces, thousands separators and code marks ignored);
 - cited_right / found_top5: a citation, or one of the first five retrieved passages, comes from the question's file;
@@ -39,7 +39,7 @@ from rag.studies.answer_eval import contains_fact, question_lines
 DOC_KEYS = ("question", "key_facts", "type")
 CLI_SAMPLE = 6  # questions timed through the CLI (each costs two cold processes)
 RAG_COMMAND = (sys.executable, "-c", "import sys; from cli import app; sys.argv[0] = 'rag'; app()")  # as `rag`
-SCREEN_MARK = "addressed to the model"  # the screen's warning (rag.screen.detector.screen_passages)
+SCREEN_MARK = "addressed to the model"  # the screen's warning (rag.screen.guard.screen_passages)
 
 
 def load_doc_questions(path: Path) -> list[dict]:
@@ -205,6 +205,7 @@ def evaluate_docs(
     Returns ({settings, folders: {name: {summary, by_type, build_s, cli}}}, per-question rows)."""
     from rag.agent import run_agent
     from rag.retrieve import open_retriever
+    from rag.screen.guard import screen_corpus
 
     checked = []
     for folder, qfile in pairs:  # every bad path or file stops here, before any model loads
@@ -220,6 +221,7 @@ def evaluate_docs(
         s = replace(base, corpus=str(folder)).validated()
         t0 = time.perf_counter()
         retriever = open_retriever(s)
+        screened = screen_corpus(retriever.corpus)  # as `rag index build` does: the asks read stored verdicts
         build_s = time.perf_counter() - t0
         rows = []
         for i, item in enumerate(items):
@@ -235,6 +237,7 @@ def evaluate_docs(
             "folder": str(folder),
             "questions": len(items),
             "open_or_build_s": round(build_s, 1),
+            "screened": screened,
             "summary": summarise_rows(rows),
             "by_type": {t: summarise_rows([r for r in rows if r["type"] == t]) for t in types},
             "cli": cli_latency(str(folder), sample, s) if sample else None,

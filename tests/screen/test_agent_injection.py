@@ -15,8 +15,8 @@ from rag.screen.detector import (
     pieces,
     put_to_classifier,
     reads_english,
-    screen_passages,
 )
+from rag.screen.guard import screen_passages
 from rag.screen.normalize import despace
 from rag.screen.rules import matching_rules, stands_alone
 from rag.training.screen_eval import ATTACK_SETS, SPLIT, variants  # a set's items, after its header line

@@ -10,7 +10,8 @@ import httpx
 import pytest
 from serve_helpers import inprocess_server  # noqa: F401  (a fixture)
 
-from rag.screen.detector import WITHHELD, detector, guard_step, screen_passages, scrub_answer
+from rag.screen.detector import detector
+from rag.screen.guard import WITHHELD, guard_step, screen_passages, scrub_answer
 
 
 def flagged(*sents):

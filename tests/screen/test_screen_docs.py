@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag.screen.detector import WITHHELD, detector, guard_step, screen_passages
+from rag.screen.detector import detector
+from rag.screen.guard import WITHHELD, guard_step, screen_passages
 
 SPLIT = [
     # the addressee in one sentence, the order in the next: each half alone is weak evidence
