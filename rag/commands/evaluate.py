@@ -257,7 +257,7 @@ def eval_answers(
         None, "--docs", help="A documentation folder to index and ask (repeat, each with its --questions)."
     ),
     questions: list[Path] = typer.Option(
-        None, "--questions", help="The JSONL question set of each --docs folder (see docs/evaluation.md)."
+        None, "--questions", help="The JSONL question set of each --docs folder (format: docs/own-documents.md)."
     ),
     abstain: bool = typer.Option(
         True, "--abstain/--no-abstain", help="The learned abstention (rag.answer.abstain) on, or off for an ablation."

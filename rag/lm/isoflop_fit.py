@@ -33,6 +33,9 @@ def collect(out: str | Path) -> list[dict]:
                 "lr": r["lr"],
                 "params": r["params"],
                 "tokens": r["tokens_seen"],
+                "epochs": round(r["tokens_seen"] / r["train_tokens_per_epoch"], 2)
+                if r.get("train_tokens_per_epoch")
+                else None,
                 "train_flops": r["train_flops"],
                 "steps": r["steps"],
                 "total_steps": r.get("total_steps"),
@@ -319,6 +322,7 @@ RUN_COLUMNS = (
     "lr",
     "params",
     "tokens",
+    "epochs",
     "train_flops",
     "steps",
     "total_steps",

@@ -201,6 +201,15 @@ def _interval(f: dict) -> str:
     return f"{f['d_opt']:.0f} [{f['d_lo']:.0f}, {f['d_hi']:.0f}]"
 
 
+DATA_LIMITED = 4  # epochs from which a run is marked data-limited: it has seen the training split this many times
+
+
+def epochs_cell(epochs: float | None) -> str:
+    if epochs is None:
+        return "-"
+    return f"{epochs:.2f}" + (" (data-limited)" if epochs >= DATA_LIMITED else "")
+
+
 def summary_md(data: dict, out: Path | None = None) -> str:
     s = data["settings"]
     lines = [
@@ -212,18 +221,20 @@ def summary_md(data: dict, out: Path | None = None) -> str:
         f"factor, warm-up {s.get('warmup_frac')} of each run then cosine to 10%, best of {s.get('slices')} "
         f"validation checkpoints ({s.get('slice_eval_tokens')} tokens each) scored on the first "
         f"{s.get('eval_tokens')} valid and test targets."
-        + (f" Early stopping: patience {s['patience']}." if s.get("patience") else ""),
+        + (f" Early stopping: patience {s['patience']}." if s.get("patience") else "")
+        + f" Epochs: passes over the training split; {DATA_LIMITED} or more is marked data-limited.",
         "",
         (
-            "| budget | d | heads | seed | LR× | params | tokens | steps | best step | val bpb | test bpb | wall s | "
-            "parallel | load |"
+            "| budget | d | heads | seed | LR× | params | tokens | epochs | steps | best step | val bpb | test bpb | "
+            "wall s | parallel | load |"
         ),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(data["rows"], key=lambda r: (r["budget"], r["dim"], r["factor"], r["seed"])):
         lines.append(
             f"| {_c(r['budget'])} | {r['dim']} | {r['heads']} | {r['seed']} | {r['factor']:g} | "
-            f"{r['params']:,} | {r['tokens']:,} | {r['steps']} | {r['best_step']} | {r['val_bpb']:.4f} | "
+            f"{r['params']:,} | {r['tokens']:,} | {epochs_cell(r.get('epochs'))} | {r['steps']} | {r['best_step']} | "
+            f"{r['val_bpb']:.4f} | "
             f"{r['test_bpb']:.4f} | {r['wall_s']} | {r['parallel']} | {r['loadavg_start']} |"
         )
     fits = data.get("fits") or {}
