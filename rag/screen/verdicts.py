@@ -18,6 +18,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+from contextlib import closing, contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -29,6 +30,7 @@ WEIGHTS = ("injection_classifier.npz", "injection_verifier.npz")
 KINDS = ("passage", "string")  # a passage (its title and text, as screen_passages reads it); a string (guard_strings)
 LOOKUP_BATCH = 500  # keys per SQL query (SQLite's host-parameter limit is far above)
 _LOCK = threading.Lock()
+_PRUNED: list[bool] = []  # [True] once this process has deleted older screens' rows
 
 
 @lru_cache(maxsize=1)
@@ -52,26 +54,35 @@ def store_path() -> Path:
     return cache_dir() / "screen" / "verdicts.sqlite"
 
 
-def _connect() -> sqlite3.Connection:
+def check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"unknown verdict kind {kind!r}; kinds: {', '.join(KINDS)}")
+
+
+@contextmanager
+def _connection():
+    """The store, opened (and its table made) for one transaction, then closed; one thread of this process at a time
+    (SQLite's own locking orders processes)."""
     path = store_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, timeout=30)
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS verdicts (fingerprint TEXT, kind TEXT, key TEXT, verdict TEXT,"
-        " PRIMARY KEY (fingerprint, kind, key))"
-    )
-    return db
+    with _LOCK, closing(sqlite3.connect(path, timeout=30)) as db, db:
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS verdicts (fingerprint TEXT, kind TEXT, key TEXT, verdict TEXT,"
+            " PRIMARY KEY (fingerprint, kind, key))"
+        )
+        yield db
 
 
 def lookup(kind: str, keys: list[str]) -> dict[str, dict | None]:
     """The stored verdicts of these keys under the current screen: {key: None (clean) or the flag's record}; a key
     never screened is absent. An unreadable store is an empty one."""
+    check_kind(kind)
     found: dict[str, dict | None] = {}
     wanted = sorted(set(keys))
     if not wanted:
         return found
     try:
-        with _LOCK, _connect() as db:
+        with _connection() as db:
             for b in range(0, len(wanted), LOOKUP_BATCH):
                 chunk = wanted[b : b + LOOKUP_BATCH]
                 rows = db.execute(
@@ -87,12 +98,15 @@ def lookup(kind: str, keys: list[str]) -> dict[str, dict | None]:
 
 def store(kind: str, verdicts: dict[str, dict | None]) -> bool:
     """Keep these verdicts ({key: None or a JSON-able record}); False when the store could not be written."""
+    check_kind(kind)
     if not verdicts:
         return True
     rows = [(fingerprint(), kind, key, json.dumps(v) if v else "") for key, v in verdicts.items()]
     try:
-        with _LOCK, _connect() as db:
-            db.execute("DELETE FROM verdicts WHERE fingerprint != ?", (fingerprint(),))
+        with _connection() as db:
+            if not _PRUNED:  # once per process: the rows an older screen wrote
+                db.execute("DELETE FROM verdicts WHERE fingerprint != ?", (fingerprint(),))
+                _PRUNED.append(True)
             db.executemany("INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?)", rows)
     except (sqlite3.Error, OSError):
         return False
