@@ -16,11 +16,12 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+from rag.answer.code_blocks import FENCE, code_block
 from rag.answer.comparison import compare
 from rag.answer.links import subject_links
 from rag.answer.reader import NULL_MARGIN, Span, sentence_around
 from rag.answer.sentence_pick import heading_lead, naming_sentence, pick, with_antecedent
-from rag.lexicon import STOPWORDS, overlap, sentences, stem
+from rag.lexicon import STOPWORDS, sentences, stem
 
 READ_PASSAGES = 5  # passages the reader reads per target (the answer step's best first)
 PAIR_FIRST = 3  # after a second hop, each of the first PAIR_FIRST passages is read joined with every other one
@@ -28,7 +29,6 @@ PAIR_PASSAGES = 8  # read in pairs, all of them are read: a second hop's passage
 CHAIN_BONUS = 3.0  # read in pairs, added to the margin of a span in a passage of the question's chain
 PAIR_JOIN = "\n\n"
 NOT_FOUND = "Not found in the passages"
-_FENCE = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1[^\n]*$", re.S | re.M)
 _HOW_TO = re.compile(
     r"^\s*how (?:do|can|should|would|could) (?:i|you|we|one)\b|\bhow to\b|\b(?:what|which) command\b|"
     r"\bcommand (?:to|for|that)\b|\binstall\b|\bcode (?:to|for)\b|\bexample code\b",
@@ -49,23 +49,8 @@ def other_language(text: str) -> bool:
         return False
     if sum(1 for ch in letters if ch.isascii()) < 0.6 * len(letters):
         return True
-    tokens = re.findall(r"[a-zA-Z]+", _FENCE.sub(" ", text).lower())
+    tokens = re.findall(r"[a-zA-Z]+", FENCE.sub(" ", text).lower())
     return len(tokens) >= 20 and sum(1 for t in tokens if t in STOPWORDS) < 0.08 * len(tokens)
-
-
-def code_block(question: str, passages: list[dict]) -> tuple[dict, str, str] | None:
-    """(passage, the sentence that introduces the block, the block) for the fenced code block that best matches
-    the question, in the first passages; None when they hold none."""
-    best = None
-    for rank, p in enumerate(passages[:READ_PASSAGES]):
-        for m in _FENCE.finditer(p["text"]):
-            before = p["text"][: m.start()].strip().split("\n\n")[-1].strip()
-            score = overlap(question, before + " " + m.group(2) + " " + p["title"]) - 0.05 * rank
-            if best is None or score > best[0]:
-                best = (score, p, before, m.group(0).strip())
-    if best is None or best[0] <= 0:
-        return None
-    return best[1], best[2], best[3]
 
 
 _DEFINE = re.compile(
@@ -265,7 +250,7 @@ class Reading:
 
 def code_answer(r: Reading) -> ReadAnswer | None:
     """A how-to question whose best passage holds a fenced code block: that block, whole."""
-    block = code_block(r.question, r.live) if is_how_to(r.question) else None
+    block = code_block(r.question, r.live[:READ_PASSAGES]) if is_how_to(r.question) else None
     if not block:
         return None
     p, intro, code = block

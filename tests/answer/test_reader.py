@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from rag.answer.code_blocks import code_block
 from rag.answer.llm import ExtractiveBackend
 from rag.answer.reader import (
     MAX_TOKENS,
@@ -16,7 +17,7 @@ from rag.answer.reader import (
     sentence_around,
     trim,
 )
-from rag.answer.reading import NOT_FOUND, code_block, is_how_to, other_language, read_answer
+from rag.answer.reading import NOT_FOUND, is_how_to, other_language, read_answer
 from rag.models import minilm_tokenizer
 from rag.training.reader_fit import answer_tokens
 
