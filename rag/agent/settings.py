@@ -15,10 +15,9 @@ from rag.config import RagError
 
 MAX_STEPS_LIMIT = 20  # the most retrieval rounds one question may take (HTTP bounds it the same)
 # The answer components an ablation may turn off: the answerers (rag.answer.reading.ANSWERERS) but those that only
-# pass the calculator's notes on (use_calculator turns the tool off) and the last, the learned sentence ranker that
-# a long answer adds a sentence from (rag.answer.sentence_rank), and the code block a lead-in sentence introduces
-# (rag.answer.code_blocks.with_introduced_code).
-COMPONENTS = (*(n for n in SWITCHABLE if n not in ("calculator", "notes")), "sentence-ranker", "introduced-code")
+# pass the calculator's notes on (use_calculator turns the tool off) and the last, and the learned sentence ranker that
+# a long answer adds a sentence from (rag.answer.sentence_rank).
+COMPONENTS = (*(n for n in SWITCHABLE if n not in ("calculator", "notes")), "sentence-ranker")
 
 
 @dataclass(frozen=True)

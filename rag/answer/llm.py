@@ -121,10 +121,6 @@ class ExtractiveBackend:
             from rag.answer.sentence_rank import with_best_sentence
 
             text = with_best_sentence(question, passages, text, reader, reserve)
-        if result.found and not short and "introduced-code" not in without:
-            from rag.answer.code_blocks import with_introduced_code
-
-            text = with_introduced_code(text, passages)
         return text, result.spans
 
     def ranked(
