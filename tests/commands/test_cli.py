@@ -22,7 +22,9 @@ def test_corpus_list_and_show(cli):
 
 
 def test_ivf_pq_at_d128_is_built_listed_and_used_by_search(cli, scifact_folder, scifact_small):
-    result = cli(["index", "build", "--corpus", scifact_folder, "--dim", 128, "--index", "ivf-pq", "--json"])
+    result = cli(
+        ["index", "build", "--corpus", scifact_folder, "--dim", 128, "--index", "ivf-pq", "--no-screen", "--json"]
+    )
     assert result.exit_code == 0, result.output
     manifest = json.loads(result.stdout)
     assert manifest["dim"] == 128 and manifest["kind"] == "ivf-pq"

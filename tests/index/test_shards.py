@@ -239,7 +239,7 @@ def test_cli_builds_and_searches_shards_like_the_single_index(cli, local_ray):
     r = cli(["index", "build", "--corpus", "builtin", "--engine", "ray", "--shards", "2", "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["shards"] == 2
-    assert cli(["index", "build", "--corpus", "builtin"]).exit_code == 0
+    assert cli(["index", "build", "--corpus", "builtin", "--no-screen"]).exit_code == 0
     question = "How many parameters does a 50k x 768 embedding table have?"
     r = cli(["shards", "search", question, "--corpus", "builtin", "-k", "5", "--json"])
     assert r.exit_code == 0, r.output
