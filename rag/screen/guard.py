@@ -150,11 +150,12 @@ def guard_strings(values: list[str], question: str = "") -> tuple[list[str], int
     }
     verdicts.store("string", judged)
     known.update(judged)
-    out = [WITHHELD if v in keys and known[keys[v]] else v for v in values]
-    return out, sum(1 for v in values if v in keys and known[keys[v]])
+    withheld = [isinstance(v, str) and v in keys and known[keys[v]] is not None for v in values]
+    return [WITHHELD if w else v for v, w in zip(values, withheld)], sum(withheld)
 
 
 def flagged_string(value: str) -> bool:
+    """Whether the detector flags a piece of the string (guard_strings' judgement of a string never judged)."""
     from rag.screen.detector import pieces
 
     return any(detector().flags(pieces(value)))
