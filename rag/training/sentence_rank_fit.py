@@ -56,8 +56,9 @@ class _Recorder(ExtractiveBackend):
         super().__init__(embed=embed, reader=reader, ranked_sentence=False)
         self.last: tuple[str, list[dict], str, list[dict]] | None = None
 
-    def answer_spans(self, question, passages, notes=None, sub_questions=None, short=False, reader=None, reserve=None):
-        text, spans = super().answer_spans(question, passages, notes, sub_questions, short, reader, reserve)
+    def answer_spans(self, question, passages, *args, **kwargs):
+        text, spans = super().answer_spans(question, passages, *args, **kwargs)
+        reserve = kwargs.get("reserve", args[4] if len(args) > 4 else None)
         self.last = (question, passages, text, list(reserve or []))
         return text, spans
 
@@ -76,7 +77,10 @@ def answer_steps(sets=DEV_SETS, progress=None) -> list[AnswerStep]:
     steps = []
     for i, (name, item) in enumerate(items):
         backend.last = None
-        run_agent(item["question"], retriever.settings, DEFAULT_AGENT, backend=backend, retriever=retriever)
+        result = run_agent(item["question"], retriever.settings, DEFAULT_AGENT, backend=backend, retriever=retriever)
+        failed = [w for w in result["warnings"] if w.startswith(f"llm backend '{backend.name}' failed")]
+        if failed:  # the agent answered with a plain extractive backend: the recorder saw nothing
+            raise RagError(f"the answer step failed while recording: {failed[0]}")
         if backend.last is not None:
             question, passages, text, reserve = backend.last
             steps.append(AnswerStep(name, question, item["key_phrase"], passages, text, reserve))

@@ -91,3 +91,17 @@ def test_what_is_bm25_keeps_its_passages_and_carries_no_screen_warning(builtin_r
     result = run_agent("What is BM25?", retriever=builtin_retriever)
     assert result["warnings"] == [], result["warnings"]
     assert "0.662" in result["answer"] and any(c["id"].startswith("bm25.md#") for c in result["citations"])
+
+
+def test_the_ranker_training_records_the_answer_step_the_agent_runs(builtin_retriever):
+    """`rag train sentences` learns from what the agent's answer step reads: its recorder must take every argument
+    the step passes, or the agent falls back to a plain backend and the recorder sees nothing."""
+    from rag.answer.reader import default_reader
+    from rag.training.sentence_rank_fit import _Recorder
+
+    backend = _Recorder(builtin_retriever.encoder.encode, default_reader())
+    result = run_agent("What is the vocabulary size of SmolLM2?", retriever=builtin_retriever, backend=backend)
+    assert not any("failed" in w for w in result["warnings"]), result["warnings"]
+    question, passages, text, reserve = backend.last
+    assert question == "What is the vocabulary size of SmolLM2?" and passages and "49,152" in text
+    assert isinstance(reserve, list)
