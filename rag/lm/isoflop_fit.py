@@ -162,16 +162,33 @@ def fit_power(cs: list[float], ys: list[float], se_ln: list[float], draws: int =
 FIT_WINDOW = 2  # the parabola is fitted to the best measured d and up to this many grid neighbours on each side
 
 
+def at_rule(rows: list[dict]) -> list[dict]:
+    """The runs at the LR rule (factor 1)."""
+    return [r for r in rows if r["factor"] == 1.0]
+
+
+def at_best_lr(rows: list[dict]) -> list[dict]:
+    """Each (budget, d) at its best LR factor: the factor whose run with the first seed scores the lowest validation
+    bpb (the LR scan uses that seed); every seed at that factor."""
+    out = []
+    for budget, d in sorted({(r["budget"], r["dim"]) for r in rows}):
+        mine = [r for r in rows if r["budget"] == budget and r["dim"] == d]
+        first = min(r["seed"] for r in mine)
+        best = min((r for r in mine if r["seed"] == first), key=lambda r: r["val_bpb"])["factor"]
+        out += [r for r in mine if r["factor"] == best]
+    return out
+
+
 def grid_fits(rows: list[dict]) -> dict:
-    """Per budget: parabola fits of validation and test bits per byte against ln d (default LR runs; several
-    seeds averaged, their spread as weights) over the best measured d and up to FIT_WINDOW neighbours on each
+    """Per budget: parabola fits of validation and test bits per byte against ln d (one LR factor per (budget, d):
+    pass at_rule(rows) or at_best_lr(rows); several seeds averaged, their spread as weights) over the best measured d and up to FIT_WINDOW neighbours on each
     side (a parabola in ln d describes the bottom of the curve, not its far flanks); then d_opt(C) and loss(C)
     power laws over the budgets whose fitted optimum lies between measured d."""
     import numpy as np
 
     per_budget = {}
     for budget in sorted({r["budget"] for r in rows}):
-        mine = [r for r in rows if r["budget"] == budget and r["factor"] == 1.0]
+        mine = [r for r in rows if r["budget"] == budget]
         dims = sorted({r["dim"] for r in mine})
         pts = []
         for d in dims:
@@ -181,6 +198,7 @@ def grid_fits(rows: list[dict]) -> dict:
             pts.append(
                 {
                     "dim": d,
+                    "factor": seeds[0]["factor"],
                     "n_seeds": len(seeds),
                     "val_bpb": float(v.mean()),
                     "test_bpb": float(t.mean()),
@@ -242,8 +260,9 @@ def grid_fits(rows: list[dict]) -> dict:
 
 
 def seed_comparison(rows: list[dict]) -> list[dict]:
-    """Where a budget has >= 2 seeds at >= 2 d: the best mean d against each other multi-seed d (Welch t-test on
-    validation and test bpb), so one can say whether the best d is distinguishable from its neighbours."""
+    """Where a budget has >= 2 seeds at >= 2 d (one LR factor per (budget, d), as grid_fits): the best mean d
+    against each other multi-seed d (Welch t-test on validation and test bpb), so one can say whether the best d
+    is distinguishable from its neighbours."""
     import numpy as np
     from scipy import stats
 
@@ -251,7 +270,7 @@ def seed_comparison(rows: list[dict]) -> list[dict]:
     for budget in sorted({r["budget"] for r in rows}):
         by_d: dict[int, list[dict]] = {}
         for r in rows:
-            if r["budget"] == budget and r["factor"] == 1.0:
+            if r["budget"] == budget:
                 by_d.setdefault(r["dim"], []).append(r)
         multi = {d: rs for d, rs in by_d.items() if len(rs) >= 2}
         if len(multi) < 2:
@@ -357,14 +376,17 @@ def summarize(out: str | Path, baselines: dict | None = None) -> dict:
         w.writerows(rows)
     if baselines is None and (out / "baselines.json").exists():
         baselines = json.loads((out / "baselines.json").read_text())
-    fits = grid_fits(rows) if settings.get("mode", "flops") == "flops" else {}
+    flops = settings.get("mode", "flops") == "flops"
+    scanned = any(r["factor"] != 1.0 for r in rows)
     data = {
         "settings": settings,
         "rows": rows,
-        "fits": fits,
+        "fits": grid_fits(at_rule(rows)) if flops else {},
+        "fits_best_lr": grid_fits(at_best_lr(rows)) if flops and scanned else {},
         "lr_check": lr_table(rows),
         "baselines": baselines,
-        "seed_comparison": seed_comparison(rows),
+        "seed_comparison": seed_comparison(at_rule(rows)),
+        "seed_comparison_best_lr": seed_comparison(at_best_lr(rows)) if scanned else [],
         "wall_s_total": round(sum(r["wall_s"] or 0 for r in rows), 1),
     }
     (out / "isoflop.json").write_text(json.dumps(data, indent=1))
@@ -375,13 +397,18 @@ def summarize(out: str | Path, baselines: dict | None = None) -> dict:
     return data
 
 
+def _by_budget(kv) -> float:
+    return float(kv[0])
+
+
 def fit_lines(data: dict) -> list[str]:
-    """One line per budget: the fitted optimum and its interval (what `rag lm isoflop` prints)."""
+    """One line per budget and LR choice: the fitted optimum and its interval (what `rag lm isoflop` prints)."""
     lines = []
-    for key, e in sorted((data.get("fits") or {}).get("budgets", {}).items(), key=lambda kv: float(kv[0])):
+    fits = [("LR rule", data.get("fits") or {}), ("best LR per d", data.get("fits_best_lr") or {})]
+    for which, key, e in ((w, k, e) for w, f in fits for k, e in sorted(f.get("budgets", {}).items(), key=_by_budget)):
         f = e.get("val", {})
         lines.append(
-            f"C={float(key):.3g}: "
+            f"C={float(key):.3g}, {which}: "
             + (
                 f"d_opt {f['d_opt']:.0f} (95%: {f['d_lo']:.0f} to {f['d_hi']:.0f}), min val bpb {f['y_opt']:.4f} "
                 f"(95%: {f['y_lo']:.4f} to {f['y_hi']:.4f}){'' if f['bracketed'] else ' (NOT bracketed by 2 points each side)'}"

@@ -43,23 +43,54 @@ def _base_lines(ax, data: dict, split: str = "test") -> None:
 
 
 def plot_isoflop(data: dict, out: Path) -> None:
-    import numpy as np
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    budgets = data["fits"].get("budgets", {})
+    _draw_fits(ax, data, data["fits"], "o", "-", "")
+    _draw_fits(ax, data, data.get("fits_best_lr") or {}, "s", "--", ", best LR per d")
+    ax.set_xscale("log", base=2)
+    all_d = [r["dim"] for r in data["rows"]]
+    if all_d:
+        ax.set_xlim(min(all_d) / 1.3, max(all_d) * 1.3)
+    ax.set(
+        xlabel="embedding dimension d (log scale)",
+        ylabel="validation bits per byte",
+        title="Iso-FLOP curves: validation bpb vs d at fixed training FLOPs\nfilled, solid: LR rule; open, dashed: "
+        "best LR per d; star, bar: fitted optimum, 95% interval",
+    )
+    ax.title.set_fontsize(9)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "isoflop.png", dpi=110)
+    plt.close(fig)
+
+
+def _draw_fits(ax, data: dict, fits: dict, marker: str, line: str, suffix: str) -> None:
+    """One grid_fits result on the iso-FLOP axes: points (seed sd bars, single seeds faint), fit, optimum."""
+    import numpy as np
+
+    plt = _plt()
+    budgets = fits.get("budgets", {})
     for i, (key, e) in enumerate(sorted(budgets.items(), key=lambda kv: float(kv[0]))):
         color = plt.cm.plasma(0.85 * i / max(1, len(budgets) - 1))
         pts = e["points"]
         ds = [p["dim"] for p in pts]
         ys = [p["val_bpb"] for p in pts]
         err = [p["val_sd"] or 0 for p in pts]
-        ax.errorbar(ds, ys, yerr=err, fmt="o", color=color, capsize=3, label=f"C = {_c(float(key))} FLOPs")
+        ax.errorbar(
+            ds,
+            ys,
+            yerr=err,
+            fmt=marker,
+            color=color,
+            capsize=3,
+            mfc="none" if suffix else color,
+            label=f"C = {_c(float(key))} FLOPs{suffix}",
+        )
         for r in data["rows"]:  # single seeds of multi-seed points, faint
-            if (
-                r["budget"] == float(key)
-                and r["factor"] == 1.0
-                and any(p["n_seeds"] > 1 and p["dim"] == r["dim"] for p in pts)
+            if r["budget"] == float(key) and any(
+                p["n_seeds"] > 1 and p["dim"] == r["dim"] and p.get("factor", 1.0) == r["factor"] for p in pts
             ):
                 ax.plot(r["dim"], r["val_bpb"], ".", color=color, alpha=0.35)
         fit = e.get("val", {})
@@ -67,7 +98,7 @@ def plot_isoflop(data: dict, out: Path) -> None:
             a, b, c = fit["coef"]
             used = [p["dim"] for p in pts if p.get("in_fit")]
             x = np.linspace(math.log(min(used)), math.log(max(used)), 100)
-            ax.plot(np.exp(x), a + b * x + c * x * x, "-", color=color, linewidth=1)
+            ax.plot(np.exp(x), a + b * x + c * x * x, line, color=color, linewidth=1)
             ax.errorbar(
                 [fit["d_opt"]],
                 [fit["y_opt"]],
@@ -78,22 +109,6 @@ def plot_isoflop(data: dict, out: Path) -> None:
                 capsize=3,
                 markeredgecolor="black",
             )
-    ax.set_xscale("log", base=2)
-    all_d = [r["dim"] for r in data["rows"]]
-    if all_d:
-        ax.set_xlim(min(all_d) / 1.3, max(all_d) * 1.3)
-    ax.set(
-        xlabel="embedding dimension d (log scale)",
-        ylabel="validation bits per byte",
-        title="Iso-FLOP curves: validation bpb vs d at fixed training FLOPs\nline: parabola in ln d over the fitted "
-        "points; star, bar: fitted optimum, 95% interval; error bars: seed sd",
-    )
-    ax.title.set_fontsize(9)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "isoflop.png", dpi=110)
-    plt.close(fig)
 
 
 def plot_scaling(data: dict, out: Path) -> None:
@@ -237,59 +252,10 @@ def summary_md(data: dict, out: Path | None = None) -> str:
             f"{r['val_bpb']:.4f} | "
             f"{r['test_bpb']:.4f} | {r['wall_s']} | {r['parallel']} | {r['loadavg_start']} |"
         )
-    fits = data.get("fits") or {}
-    if fits.get("budgets"):
-        lines += [
-            "",
-            (
-                "## Fits (parabola in ln d of validation bpb over the best measured d and up to 2 neighbours "
-                "each side; d in parentheses not fitted; 95% delta-method intervals)"
-            ),
-            "",
-            (
-                "| budget | points (d) | fitted d_opt [95%] | fitted min val bpb [95%] | test-bpb fit d_opt | "
-                "bracketed (≥2 each side) | best measured |"
-            ),
-            "|---|---|---|---|---|---|---|",
-        ]
-        for key, e in sorted(fits["budgets"].items(), key=lambda kv: float(kv[0])):
-            f, t = e.get("val", {}), e.get("test", {})
-            dims = ",".join(str(p["dim"]) if p.get("in_fit") else f"({p['dim']})" for p in e["points"])
-            if f.get("ok"):
-                best = e["best_measured"]
-                lines.append(
-                    f"| {_c(float(key))} | {dims} | {_interval(f)} | {f['y_opt']:.4f} "
-                    f"[{f['y_lo']:.4f}, {f['y_hi']:.4f}] | {_interval(t) if t.get('ok') else '-'} | "
-                    f"{'yes' if f['bracketed'] else 'NO'} ({f['points_below']} below, {f['points_above']} above)"
-                    f" | d={best['dim']}: val {best['val_bpb']:.4f}, test {best['test_bpb']:.4f} |"
-                )
-            else:
-                lines.append(f"| {_c(float(key))} | {dims} | {f.get('why', 'too few points')} | | | | |")
-        sc = fits.get("scaling", {})
-        for name, what in (("d_opt", "d_opt(C)"), ("val_bpb", "min val bpb(C)"), ("test_bpb", "min test bpb(C)")):
-            if sc.get(name, {}).get("ok"):
-                p = sc[name]
-                lines.append(
-                    f"\n{what} = {p['A']:.4g} · C^{p['k']:.4f}, exponent 95% [{p['k_lo']:.4f}, {p['k_hi']:.4f}] "
-                    f"over the budgets {', '.join(_c(c) for c in sc['budgets'])} (fitted optimum between "
-                    f"measured d; two or more each side at {', '.join(_c(c) for c in sc['bracketed']) or 'none'})."
-                )
-    if data.get("seed_comparison"):
-        lines += [
-            "",
-            "## Seeds: is the best d distinguishable from its neighbours? (Welch t-test)",
-            "",
-            "| budget | best d (mean ± sd, n) | other d (mean ± sd, n) | split | difference (bpb) | p |",
-            "|---|---|---|---|---|---|",
-        ]
-        for c in data["seed_comparison"]:
-            for split in ("val", "test"):
-                v = c[split]
-                lines.append(
-                    f"| {_c(c['budget'])} | {c['best_dim']}: {v['best_mean']:.4f} ± {v['best_sd']:.4f} "
-                    f"({v['n_best']}) | {c['dim']}: {v['mean']:.4f} ± {v['sd']:.4f} ({v['n']}) | {split} | "
-                    f"{v['diff']:+.4f} | {v['p']:.3g} |"
-                )
+    lines += fit_section(data.get("fits") or {}, "at the LR rule")
+    lines += fit_section(data.get("fits_best_lr") or {}, "at each width's best LR of the scan (LR× after each d)")
+    lines += seed_section(data.get("seed_comparison") or [], "at the LR rule")
+    lines += seed_section(data.get("seed_comparison_best_lr") or [], "at each width's best LR")
     if data.get("lr_check"):
         lines += [
             "",
@@ -327,3 +293,68 @@ def summary_md(data: dict, out: Path | None = None) -> str:
         if out is None or (out / png).exists():
             lines.append(f"\n![{png[:-4]}]({png})")
     return "\n".join(lines) + "\n"
+
+
+def fit_section(fits: dict, which: str) -> list[str]:
+    """The fits table of one grid_fits result (which: the LR the points were trained at)."""
+    if not fits.get("budgets"):
+        return []
+    lines = [
+        "",
+        (
+            f"## Fits {which} (parabola in ln d of validation bpb over the best measured d and up to 2 neighbours "
+            "each side; d in parentheses not fitted; 95% delta-method intervals)"
+        ),
+        "",
+        (
+            "| budget | points (d) | fitted d_opt [95%] | fitted min val bpb [95%] | test-bpb fit d_opt | "
+            "bracketed (≥2 each side) | best measured |"
+        ),
+        "|---|---|---|---|---|---|---|",
+    ]
+    for key, e in sorted(fits["budgets"].items(), key=lambda kv: float(kv[0])):
+        f, t = e.get("val", {}), e.get("test", {})
+        names = [f"{p['dim']}" + (f"×{p['factor']:g}" if p.get("factor", 1.0) != 1.0 else "") for p in e["points"]]
+        dims = ",".join(n if p.get("in_fit") else f"({n})" for n, p in zip(names, e["points"]))
+        if f.get("ok"):
+            best = e["best_measured"]
+            lines.append(
+                f"| {_c(float(key))} | {dims} | {_interval(f)} | {f['y_opt']:.4f} "
+                f"[{f['y_lo']:.4f}, {f['y_hi']:.4f}] | {_interval(t) if t.get('ok') else '-'} | "
+                f"{'yes' if f['bracketed'] else 'NO'} ({f['points_below']} below, {f['points_above']} above)"
+                f" | d={best['dim']}: val {best['val_bpb']:.4f}, test {best['test_bpb']:.4f} |"
+            )
+        else:
+            lines.append(f"| {_c(float(key))} | {dims} | {f.get('why', 'too few points')} | | | | |")
+    sc = fits.get("scaling", {})
+    for name, what in (("d_opt", "d_opt(C)"), ("val_bpb", "min val bpb(C)"), ("test_bpb", "min test bpb(C)")):
+        if sc.get(name, {}).get("ok"):
+            p = sc[name]
+            lines.append(
+                f"\n{what} = {p['A']:.4g} · C^{p['k']:.4f}, exponent 95% [{p['k_lo']:.4f}, {p['k_hi']:.4f}] "
+                f"over the budgets {', '.join(_c(c) for c in sc['budgets'])} (fitted optimum between "
+                f"measured d; two or more each side at {', '.join(_c(c) for c in sc['bracketed']) or 'none'})."
+            )
+    return lines
+
+
+def seed_section(comparison: list[dict], which: str) -> list[str]:
+    """The Welch-test table of one seed_comparison result."""
+    if not comparison:
+        return []
+    lines = [
+        "",
+        f"## Seeds {which}: is the best d distinguishable from its neighbours? (Welch t-test)",
+        "",
+        "| budget | best d (mean ± sd, n) | other d (mean ± sd, n) | split | difference (bpb) | p |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in comparison:
+        for split in ("val", "test"):
+            v = c[split]
+            lines.append(
+                f"| {_c(c['budget'])} | {c['best_dim']}: {v['best_mean']:.4f} ± {v['best_sd']:.4f} "
+                f"({v['n_best']}) | {c['dim']}: {v['mean']:.4f} ± {v['sd']:.4f} ({v['n']}) | {split} | "
+                f"{v['diff']:+.4f} | {v['p']:.3g} |"
+            )
+    return lines

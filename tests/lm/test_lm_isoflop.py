@@ -68,6 +68,38 @@ def test_parabola_fit_recovers_a_known_vertex_and_its_interval_covers_it():
     assert p["k"] == pytest.approx(0.3) and p["k_lo"] < 0.3 < p["k_hi"]
 
 
+def test_the_best_lr_fit_takes_each_width_at_its_scanned_optimum_with_every_seed():
+    from rag.lm.isoflop_fit import at_best_lr, at_rule, grid_fits
+
+    def row(d, factor, seed, val):
+        return {
+            "budget": 1e13,
+            "dim": d,
+            "factor": factor,
+            "seed": seed,
+            "val_bpb": val,
+            "test_bpb": val,
+            "tokens": 1,
+            "params": 1,
+            "train_flops": 1e13,
+        }
+
+    def curve(d):  # the rule is four times too low; the best d is 32 at every LR
+        return 2.0 + 0.05 * (math.log(d) - math.log(32)) ** 2
+
+    rows = [row(d, 1.0, 1, curve(d) + 0.05) for d in (16, 24, 32, 48, 64)]
+    rows += [row(d, f, 1, curve(d) + abs(math.log(f / 4)) / 50) for d in (24, 32, 48) for f in (2.0, 4.0, 8.0)]
+    rows += [row(d, 4.0, s, curve(d) + 0.001 * s) for d in (24, 32, 48) for s in (2, 3)]
+    best = at_best_lr(rows)
+    assert {(r["dim"], r["factor"]) for r in best} == {(16, 1.0), (24, 4.0), (32, 4.0), (48, 4.0), (64, 1.0)}
+    assert sum(r["dim"] == 32 for r in best) == 3  # every seed at the best factor
+    assert all(r["factor"] == 1.0 for r in at_rule(rows))
+    rule, tuned = grid_fits(at_rule(rows))["budgets"]["1e+13"], grid_fits(best)["budgets"]["1e+13"]
+    assert tuned["val"]["y_opt"] < rule["val"]["y_opt"] - 0.03
+    assert [p["n_seeds"] for p in tuned["points"]] == [1, 3, 3, 3, 1]
+    assert [p["factor"] for p in tuned["points"]] == [1.0, 4.0, 4.0, 4.0, 1.0]
+
+
 @pytest.mark.slow
 def test_tiny_isoflop_grid_end_to_end(cli, corpus, tmp_path):
     """2 budgets x 3 d: every run, the fits, the baselines, the plots and the provenance; resume; refusals."""
