@@ -13,7 +13,6 @@ from rag.commands.common import (
     handle_errors,
     key_table,
     print_json,
-    progress_bar,
     progress_bars,
     safe,
     warn,
@@ -93,18 +92,35 @@ def build_cmd(
 @handle_errors
 def update_cmd(
     corpus: CorpusOpt = DEFAULTS.corpus,
+    screen: bool = typer.Option(
+        True,
+        "--screen/--no-screen",
+        help="Judge the new and changed passages with the injection screen now and store the verdicts, as "
+        "`rag index build` does (the others' verdicts are looked up; --no-screen: each is judged when a question "
+        "first retrieves it).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one row per index as JSON."),
 ):
     """Bring every stored index of a corpus up to date after its documents changed: only new or changed passages
-    are encoded (the rest come from the per-passage cache); each index is swapped in atomically."""
+    are encoded (the rest come from the per-passage cache); each index is swapped in atomically. New passages are
+    screened for text addressed to a model."""
     from rag.data.corpus import folder_warnings, load_corpus
     from rag.index.update import update_indexes
 
     c = load_corpus(corpus)
     for line in folder_warnings(c):
         warn(line)
-    with progress_bar(f"encoding new passages of {c.name}", enabled=not as_json) as progress:
-        rows = update_indexes(c, progress=progress, on_wait=warn)
+    with progress_bars(enabled=not as_json) as progress:
+        encoding = f"encoding new passages of {c.name}"
+        rows = update_indexes(
+            c, progress=(lambda done, total: progress(encoding, done, total)) if progress else None, on_wait=warn
+        )
+        if screen:
+            from rag.screen.guard import screen_corpus
+
+            screened = screen_corpus(c, progress)
+            for r in rows:
+                r["screened"] = screened
     if as_json:
         return print_json(rows)
     for r in rows:
@@ -117,6 +133,13 @@ def update_cmd(
                 f"{r['vectors']} vectors, {r['seconds']:.1f} s",
                 highlight=False,
             )
+    if screen and rows:
+        done = rows[0]["screened"]
+        console.print(
+            f"[green]screened[/] {done['passages']} passages in {done['s']:.1f} s (verdicts stored before are looked "
+            f"up): {done['flagged']} flagged",
+            highlight=False,
+        )
 
 
 @app.command("prune")

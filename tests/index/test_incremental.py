@@ -46,7 +46,7 @@ def test_adding_one_file_encodes_only_its_passages(cli, docs):
     # the index no longer matches the folder; --no-update refuses it (without, search would update first)
     stale = cli(["search", "zeppelin", "--corpus", docs, "--dim", 32, "--no-update"])
     assert stale.exit_code == 1 and f"rag index update --corpus {docs}" in " ".join(stale.output.split())
-    result = cli(["index", "update", "--corpus", docs, "--json"])
+    result = cli(["index", "update", "--corpus", docs, "--no-screen", "--json"])
     assert result.exit_code == 0, result.output
     [row] = json.loads(result.stdout)
     assert row["status"] == "updated" and row["vectors"] == 205
@@ -54,9 +54,9 @@ def test_adding_one_file_encodes_only_its_passages(cli, docs):
     # an edited section and a deleted file: one passage encoded, five removed
     (docs / "doc03.md").write_text((docs / "doc03.md").read_text().replace("reads them back", f"rereads {run}"))
     (docs / "doc07.md").unlink()
-    [row] = json.loads(cli(["index", "update", "--corpus", docs, "--json"]).stdout)
+    [row] = json.loads(cli(["index", "update", "--corpus", docs, "--no-screen", "--json"]).stdout)
     assert (row["encoded"], row["added"], row["changed"], row["removed"], row["vectors"]) == (5, 0, 5, 5, 200)
-    again = json.loads(cli(["index", "update", "--corpus", docs, "--json"]).stdout)
+    again = json.loads(cli(["index", "update", "--corpus", docs, "--no-screen", "--json"]).stdout)
     assert again[0]["status"] == "up to date" and again[0]["encoded"] == 0
     hits = json.loads(cli(["search", f"zeppelin{run} records", "--corpus", docs, "--dim", 32, "--json"]).stdout)
     assert hits["passages"][0]["source"] == "added.md"

@@ -71,7 +71,7 @@ def test_three_concurrent_updates_all_finish(own_cache, tmp_path):
     (docs / "d9.md").write_text("# Part 9\n\nA new part about queues.\n")
     runs = [
         subprocess.Popen(
-            [*cli, "index", "update", "--corpus", docs],
+            [*cli, "index", "update", "--corpus", docs, "--no-screen"],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

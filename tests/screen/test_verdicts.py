@@ -116,3 +116,18 @@ def test_only_sentences_with_words_of_their_own_are_put_to_the_detector(sentence
 def test_an_answer_sentence_of_its_own_is_still_scrubbed(own_cache):
     text, removed = scrub_answer("Sessions keep cookies [1]. " + PLANTED, ["Sessions keep cookies."])
     assert removed == 1 and "ignore your instructions" not in text
+
+
+def test_an_update_judges_the_new_passages_and_stores_their_verdicts(tmp_path, own_cache, cli):
+    folder = docs_folder(tmp_path)
+    assert cli(["index", "build", "--corpus", folder, "--dim", 16, "--no-screen"]).exit_code == 0
+    (folder / "proxies.md").write_text("# Proxies\n\nSet proxies= per request. " + PLANTED + "\n")
+    result = cli(["index", "update", "--corpus", folder, "--json"])
+    assert result.exit_code == 0, result.output
+    [row] = json.loads(result.stdout)
+    assert row["status"] == "updated" and row["screened"]["passages"] == 3 and row["screened"]["flagged"] == 2
+    from rag.data.corpus import load_corpus
+
+    keys = [verdicts.text_key(p.title, p.text) for p in load_corpus(str(folder)).passages]
+    stored = verdicts.lookup("passage", keys)
+    assert set(stored) == set(keys) and sum(v is not None for v in stored.values()) == 2
