@@ -400,7 +400,7 @@ def _grid_run(settings, budgets, dims, seeds, factors, out, parallel, threads, a
     from pathlib import Path
 
     from rag.lm.isoflop import run_study
-    from rag.lm.isoflop_fit import fit_lines
+    from rag.lm.isoflop_summary import fit_lines
 
     def done(r: dict) -> None:
         if not as_json:

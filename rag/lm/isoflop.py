@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from rag.config import RagError
-from rag.lm.isoflop_fit import summarize
+from rag.lm.isoflop_summary import summarize
 
 MIN_HEAD = 8
 LR_RULE = "2e-3*sqrt(128/d)"

@@ -202,7 +202,7 @@ def test_converge_report_finds_the_kn_crossings_and_draws_the_plot(cli, corpus, 
 def test_the_pruned_grid_summaries_in_docs_redraw_without_their_run_folders(tmp_path):
     from pathlib import Path
 
-    from rag.lm.isoflop_fit import summarize
+    from rag.lm.isoflop_summary import summarize
 
     src = Path(__file__).resolve().parents[2] / "docs" / "lm" / "isoflop"
     for name in ("isoflop.json", "grid.json", "baselines.json"):
