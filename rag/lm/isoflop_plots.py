@@ -58,12 +58,7 @@ def plot_isoflop(data: dict, out: Path) -> None:
         title="Iso-FLOP curves: validation bpb vs d at fixed training FLOPs\nfilled, solid: LR rule; open, dashed: "
         "best LR per d; star, bar: fitted optimum, 95% interval",
     )
-    ax.title.set_fontsize(9)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "isoflop.png", dpi=110)
-    plt.close(fig)
+    _save(plt, fig, ax, out / "isoflop.png")
 
 
 def _draw_fits(ax, data: dict, fits: dict, marker: str, line: str, suffix: str) -> None:
@@ -198,11 +193,16 @@ def plot_tokens(data: dict, out: Path) -> None:
         ylabel="bits per byte",
         title=f"Token-matched: {fmt_count(budget)} training tokens per d, best validation checkpoint",
     )
+    _save(plt, fig, ax, out / "token_curve.png")
+
+
+def _save(plt, fig, ax, path: Path) -> None:
+    """Small title, grid, legend; write the PNG and close the figure."""
     ax.title.set_fontsize(9)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out / "token_curve.png", dpi=110)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
