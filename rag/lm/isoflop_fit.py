@@ -126,9 +126,9 @@ def at_best_lr(rows: list[dict]) -> list[dict]:
 
 def grid_fits(rows: list[dict]) -> dict:
     """Per budget: parabola fits of validation and test bits per byte against ln d (one LR factor per (budget, d):
-    pass at_rule(rows) or at_best_lr(rows); several seeds averaged, their spread as weights) over the best measured d and up to FIT_WINDOW neighbours on each
-    side (a parabola in ln d describes the bottom of the curve, not its far flanks); then d_opt(C) and loss(C)
-    power laws over the budgets whose fitted optimum lies between measured d."""
+    pass at_rule(rows) or at_best_lr(rows); several seeds averaged, their spread as weights) over the best measured
+    d and up to FIT_WINDOW neighbours on each side (a parabola in ln d describes the bottom of the curve, not its far
+    flanks); then d_opt(C) and loss(C) power laws over the budgets whose fitted optimum lies between measured d."""
     import numpy as np
 
     per_budget = {}
