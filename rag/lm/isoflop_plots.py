@@ -253,7 +253,9 @@ def summary_md(data: dict, out: Path | None = None) -> str:
             f"{r['test_bpb']:.4f} | {r['wall_s']} | {r['parallel']} | {r['loadavg_start']} |"
         )
     lines += fit_section(data.get("fits") or {}, "at the LR rule")
-    lines += fit_section(data.get("fits_best_lr") or {}, "at each width's best LR of the scan (LR× after each d)")
+    lines += fit_section(
+        data.get("fits_best_lr") or {}, "at each width's best LR (the lowest mean over its seeds; LR× after each d)"
+    )
     lines += seed_section(data.get("seed_comparison") or [], "at the LR rule")
     lines += seed_section(data.get("seed_comparison_best_lr") or [], "at each width's best LR")
     if data.get("lr_check"):

@@ -98,6 +98,9 @@ def test_the_best_lr_fit_takes_each_width_at_its_scanned_optimum_with_every_seed
     assert tuned["val"]["y_opt"] < rule["val"]["y_opt"] - 0.03
     assert [p["n_seeds"] for p in tuned["points"]] == [1, 3, 3, 3, 1]
     assert [p["factor"] for p in tuned["points"]] == [1.0, 4.0, 4.0, 4.0, 1.0]
+    # one lucky seed at a higher LR whose other seeds diverge does not choose that LR: the mean over seeds does
+    lucky = rows + [row(48, 16.0, 1, 1.9), row(48, 16.0, 2, 2.3), row(48, 16.0, 3, 2.25)]
+    assert {r["factor"] for r in at_best_lr(lucky) if r["dim"] == 48} == {4.0}
 
 
 @pytest.mark.slow
