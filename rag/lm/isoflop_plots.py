@@ -43,11 +43,10 @@ def _base_lines(ax, data: dict, split: str = "test") -> None:
 
 
 def plot_isoflop(data: dict, out: Path) -> None:
-
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     _draw_fits(ax, data, data["fits"], "o", "-", "")
-    _draw_fits(ax, data, data.get("fits_best_lr") or {}, "s", "--", ", best LR per d")
+    _draw_fits(ax, data, data.get("fits_best_lr") or {}, "s", "--", ", best LR per d", hollow=True)
     ax.set_xscale("log", base=2)
     all_d = [r["dim"] for r in data["rows"]]
     if all_d:
@@ -61,7 +60,7 @@ def plot_isoflop(data: dict, out: Path) -> None:
     _save(plt, fig, ax, out / "isoflop.png")
 
 
-def _draw_fits(ax, data: dict, fits: dict, marker: str, line: str, suffix: str) -> None:
+def _draw_fits(ax, data: dict, fits: dict, marker: str, line: str, suffix: str, hollow: bool = False) -> None:
     """One grid_fits result on the iso-FLOP axes: points (seed sd bars, single seeds faint), fit, optimum."""
     import numpy as np
 
@@ -80,7 +79,7 @@ def _draw_fits(ax, data: dict, fits: dict, marker: str, line: str, suffix: str) 
             fmt=marker,
             color=color,
             capsize=3,
-            mfc="none" if suffix else color,
+            mfc="none" if hollow else color,
             label=f"C = {_c(float(key))} FLOPs{suffix}",
         )
         for r in data["rows"]:  # single seeds of multi-seed points, faint
