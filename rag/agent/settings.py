@@ -14,9 +14,9 @@ from rag.answer.reading import SWITCHABLE
 from rag.config import RagError
 
 MAX_STEPS_LIMIT = 20  # the most retrieval rounds one question may take (HTTP bounds it the same)
-# The answer components an ablation may turn off: the answerers (rag.answer.reading.ANSWERERS) but those that only
-# pass the calculator's notes on (use_calculator turns the tool off) and the last, and the learned sentence ranker that
-# a long answer adds a sentence from (rag.answer.sentence_rank).
+# The answer components an ablation may turn off: the answerers (rag.answer.reading.ANSWERERS) except those that only
+# pass the calculator's notes on (use_calculator turns the tool off), and the learned sentence ranker that a long
+# answer adds a sentence from (rag.answer.sentence_rank).
 COMPONENTS = (*(n for n in SWITCHABLE if n not in ("calculator", "notes")), "sentence-ranker")
 
 

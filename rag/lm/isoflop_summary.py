@@ -127,23 +127,19 @@ def summarize(out: str | Path, baselines: dict | None = None) -> dict:
     return data
 
 
-def _by_budget(kv) -> float:
-    return float(kv[0])
-
-
 def fit_lines(data: dict) -> list[str]:
     """One line per budget and LR choice: the fitted optimum and its interval (what `rag lm isoflop` prints)."""
     lines = []
-    fits = [("LR rule", data.get("fits") or {}), ("best LR per d", data.get("fits_best_lr") or {})]
-    for which, key, e in ((w, k, e) for w, f in fits for k, e in sorted(f.get("budgets", {}).items(), key=_by_budget)):
-        f = e.get("val", {})
-        lines.append(
-            f"C={float(key):.3g}, {which}: "
-            + (
-                f"d_opt {f['d_opt']:.0f} (95%: {f['d_lo']:.0f} to {f['d_hi']:.0f}), min val bpb {f['y_opt']:.4f} "
-                f"(95%: {f['y_lo']:.4f} to {f['y_hi']:.4f}){'' if f['bracketed'] else ' (NOT bracketed by 2 points each side)'}"
-                if f.get("ok")
-                else f.get("why", "fewer than 3 d")
+    for which, fits in (("LR rule", data.get("fits")), ("best LR per d", data.get("fits_best_lr"))):
+        for key, e in sorted((fits or {}).get("budgets", {}).items(), key=lambda kv: float(kv[0])):
+            f = e.get("val", {})
+            lines.append(
+                f"C={float(key):.3g}, {which}: "
+                + (
+                    f"d_opt {f['d_opt']:.0f} (95%: {f['d_lo']:.0f} to {f['d_hi']:.0f}), min val bpb {f['y_opt']:.4f} "
+                    f"(95%: {f['y_lo']:.4f} to {f['y_hi']:.4f}){'' if f['bracketed'] else ' (NOT bracketed by 2 points each side)'}"
+                    if f.get("ok")
+                    else f.get("why", "fewer than 3 d")
+                )
             )
-        )
     return lines

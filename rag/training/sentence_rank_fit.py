@@ -56,9 +56,10 @@ class _Recorder(ExtractiveBackend):
         super().__init__(embed=embed, reader=reader, ranked_sentence=False)
         self.last: tuple[str, list[dict], str, list[dict]] | None = None
 
-    def answer_spans(self, question, passages, *args, **kwargs):
-        text, spans = super().answer_spans(question, passages, *args, **kwargs)
-        reserve = kwargs.get("reserve", args[4] if len(args) > 4 else None)
+    def answer_spans(
+        self, question, passages, notes=None, sub_questions=None, short=False, reader=None, reserve=None, **more
+    ):
+        text, spans = super().answer_spans(question, passages, notes, sub_questions, short, reader, reserve, **more)
         self.last = (question, passages, text, list(reserve or []))
         return text, spans
 
