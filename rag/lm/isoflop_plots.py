@@ -168,7 +168,11 @@ def plot_lr(data: dict, out: Path) -> None:
         ax.plot(row["factors"], row["val_bpb"], "o-", label=f"d={row['dim']}, C={_c(row['budget'])}")
     ax.set_xscale("log", base=2)
     ax.axvline(1.0, color="grey", linestyle=":", linewidth=1)
-    ax.set(xlabel="LR / rule 2e-3·sqrt(128/d)", ylabel="validation bits per byte", title="LR check (dotted: the rule)")
+    ax.set(
+        xlabel="LR / rule 2e-3·sqrt(128/d)",
+        ylabel="validation bits per byte (mean over seeds)",
+        title="LR check (dotted: the rule)",
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -262,13 +266,14 @@ def summary_md(data: dict, out: Path | None = None) -> str:
             "",
             "## LR check",
             "",
-            "| budget | d | LR× | LR | val bpb | best | rule − best (bpb) |",
-            "|---|---|---|---|---|---|---|",
+            "| budget | d | LR× | LR | val bpb (mean over seeds) | seeds | best | rule − best (bpb) |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for row in data["lr_check"]:
-            for f, lr, v in zip(row["factors"], row["lrs"], row["val_bpb"]):
+            seeds = row.get("seeds") or [1] * len(row["factors"])
+            for f, lr, v, n in zip(row["factors"], row["lrs"], row["val_bpb"], seeds):
                 lines.append(
-                    f"| {_c(row['budget'])} | {row['dim']} | {f:g} | {lr:.2e} | {v:.4f} | "
+                    f"| {_c(row['budget'])} | {row['dim']} | {f:g} | {lr:.2e} | {v:.4f} | {n} | "
                     f"{'←' if f == row['best_factor'] else ''} | "
                     f"{row['rule_gap_bpb'] if f == 1.0 and row['rule_gap_bpb'] is not None else ''} |"
                 )

@@ -69,13 +69,14 @@ def test_parabola_fit_recovers_a_known_vertex_and_its_interval_covers_it():
 
 
 def test_the_best_lr_fit_takes_each_width_at_its_scanned_optimum_with_every_seed():
-    from rag.lm.isoflop_fit import at_best_lr, at_rule, grid_fits
+    from rag.lm.isoflop_fit import at_best_lr, at_rule, grid_fits, lr_table
 
     def row(d, factor, seed, val):
         return {
             "budget": 1e13,
             "dim": d,
             "factor": factor,
+            "lr": 1e-3 * factor,
             "seed": seed,
             "val_bpb": val,
             "test_bpb": val,
@@ -101,6 +102,11 @@ def test_the_best_lr_fit_takes_each_width_at_its_scanned_optimum_with_every_seed
     # one lucky seed at a higher LR whose other seeds diverge does not choose that LR: the mean over seeds does
     lucky = rows + [row(48, 16.0, 1, 1.9), row(48, 16.0, 2, 2.3), row(48, 16.0, 3, 2.25)]
     assert {r["factor"] for r in at_best_lr(lucky) if r["dim"] == 48} == {4.0}
+    # the LR check table reads each factor the same way: its mean over seeds, with the number of seeds
+    check = next(t for t in lr_table(lucky) if t["dim"] == 48)
+    assert check["factors"] == [1.0, 2.0, 4.0, 8.0, 16.0] and check["seeds"] == [1, 1, 3, 1, 3]
+    assert check["best_factor"] == 4.0 and not check["best_at_edge"]
+    assert check["val_bpb"][-1] == pytest.approx((1.9 + 2.3 + 2.25) / 3, abs=1e-4)
 
 
 @pytest.mark.slow
