@@ -129,7 +129,7 @@ def train_screen_head(
 ):
     """Refit the injection classifier's logit head with documentation as benign text: the README-style descriptions
     that installed packages ship, beside a sample of the classifier's own training texts; MiniLM and its adapters stay
-    as trained (about 5 minutes on 2 cores)."""
+    as trained (about 8 minutes on 2 cores)."""
     _train_screen_head(seed, out)
 
 

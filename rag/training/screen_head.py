@@ -6,9 +6,10 @@ data (rag.training.screen_fit) holds corpus sentences and orders to people, but 
 "You can pass a timeout to every request", "Run pip install ...", "The model provides the best quality" read to it
 as orders to a model. This refit keeps MiniLM and its adapters as trained and fits the head again, by logistic
 regression on the pooled features of the int8 graph the screen runs (pooled_features), over a sample (SAMPLE) of the
-classifier's own training texts (screen_fit.training_texts) and of the pieces of real READMEs: the long
-descriptions that installed Python packages ship in their metadata (`*.dist-info/METADATA`, after the headers),
-cut into the pieces the screen scores (rag.screen.detector.pieces).
+classifier's own training texts (screen_fit.training_texts) and the pieces of real READMEs: the long descriptions
+that installed Python packages ship in their metadata (`*.dist-info/METADATA`, after the headers), cut into what
+the screen scores in a passage: each sentence (rag.screen.detector.pieces) and each window of two and three
+neighbouring sentences.
 
 Packages are split by the hash of their name: quarters TRAIN_QUARTERS (0 and 2) train the head, quarters 1 and 3
 are left for measurement (`readme_sentences`). Packages named like a documentation folder the screen is measured on
@@ -36,7 +37,7 @@ MAX_PER_PACKAGE = 400  # one long README (a changelog) does not outweigh the res
 C = 1.0  # the logistic regression's inverse regularisation
 # texts the head is fitted on, drawn from the classifier's training texts and the README pieces: the head has 385
 # parameters, and pooling every training text costs the 38 minutes of a full training run's forward passes
-SAMPLE = {"injections": 2000, "benign": 2000, "readme": 3000}
+SAMPLE = {"injections": 2000, "benign": 2000, "readme": 30000}  # readme: every piece and window (23,558 now)
 
 
 def site_packages() -> Path:
@@ -46,9 +47,10 @@ def site_packages() -> Path:
     return Path(sysconfig.get_paths()["purelib"])
 
 
-def readme_sentences(quarters=TRAIN_QUARTERS, root: Path | None = None) -> list[str]:
+def readme_sentences(quarters=TRAIN_QUARTERS, root: Path | None = None, windows: bool = False) -> list[str]:
     """The pieces (as the screen scores them) of the README-style descriptions of the installed packages whose name
-    hash (crc32 % 4) falls in quarters; up to MAX_PER_PACKAGE per package, each once."""
+    hash (crc32 % 4) falls in quarters; up to MAX_PER_PACKAGE per package, each once; windows=True adds every window
+    of two and three neighbouring pieces, joined as the screen joins them."""
     from rag.screen.detector import pieces, wordy
 
     out: list[str] = []
@@ -58,8 +60,10 @@ def readme_sentences(quarters=TRAIN_QUARTERS, root: Path | None = None) -> list[
             continue
         text = meta.read_text(encoding="utf-8", errors="replace")
         body = text.split("\n\n", 1)[1] if "\n\n" in text else ""
-        taken = [s for s in pieces(body) if wordy(s, MIN_WORDS)]
-        out += taken[:MAX_PER_PACKAGE]
+        taken = [s for s in pieces(body) if wordy(s, MIN_WORDS)][:MAX_PER_PACKAGE]
+        out += taken
+        if windows:  # as the screen reads a passage: each window of two or three neighbouring sentences too
+            out += [" ".join(taken[i : i + n]) for n in (2, 3) for i in range(len(taken) - n + 1)]
     return list(dict.fromkeys(out))
 
 
@@ -108,7 +112,7 @@ def refit_head(
     pos = rng.sample([t for t, y in zip(texts, labels) if y], SAMPLE["injections"])
     neg = rng.sample([t for t, y in zip(texts, labels) if not y], SAMPLE["benign"])
     seen = set(texts)
-    docs = [t for t in readme_sentences() if t not in seen]
+    docs = [t for t in readme_sentences(windows=True) if t not in seen]
     docs = rng.sample(docs, min(len(docs), SAMPLE["readme"]))
     texts, labels = pos + neg + docs, [1] * len(pos) + [0] * (len(neg) + len(docs))
     progress(f"{len(texts)} texts ({len(pos)} injections, {len(docs)} README pieces); pooling")
@@ -126,7 +130,7 @@ def refit_head(
     info = {
         **{k: v for k, v in previous.items() if k not in ("measured", "sha256", "bytes")},
         "command": f"rag train screen-head --seed {seed}",
-        "adapters_from": previous.get("command", ""),
+        "adapters_from": previous.get("adapters_from") or previous.get("command", ""),  # a refit keeps them
         "head": {
             "fit": "logistic regression on the pooled features, class-balanced",
             "C": C,
