@@ -248,15 +248,17 @@ def seed_comparison(rows: list[dict]) -> list[dict]:
 
 
 def lr_table(rows: list[dict]) -> list[dict]:
-    """The LR check: every scanned (budget, d); each factor's validation bpb is the mean over the seeds run at it
-    (as at_best_lr judges it); is the rule (x1) the best, and by how much not."""
+    """The LR check: every (budget, d) run at two LR factors or more; each factor's validation bpb is the mean over
+    the seeds run at it (as at_best_lr judges it); is the rule (x1) the best, and by how much not."""
     table = []
-    for budget, d in sorted({(r["budget"], r["dim"]) for r in rows if r["factor"] != 1.0}):
+    for budget, d in sorted({(r["budget"], r["dim"]) for r in rows}):
         by_factor: dict[float, list[dict]] = {}
         for r in rows:
             if r["budget"] == budget and r["dim"] == d:
                 by_factor.setdefault(r["factor"], []).append(r)
         factors = sorted(by_factor)
+        if len(factors) < 2:  # one LR is not a scan
+            continue
         means = {f: round(sum(r["val_bpb"] for r in by_factor[f]) / len(by_factor[f]), 4) for f in factors}
         best = min(factors, key=means.get)
         table.append(
@@ -271,7 +273,7 @@ def lr_table(rows: list[dict]) -> list[dict]:
                 "best_val_bpb": means[best],
                 "rule_val_bpb": means.get(1.0),
                 "rule_gap_bpb": round(means[1.0] - means[best], 4) if 1.0 in means else None,
-                "best_at_edge": best in (factors[0], factors[-1]) and len(factors) > 1,
+                "best_at_edge": best in (factors[0], factors[-1]),
             }
         )
     return table

@@ -257,7 +257,8 @@ def summary_md(data: dict, out: Path | None = None) -> str:
         )
     lines += fit_section(data.get("fits") or {}, "at the LR rule")
     lines += fit_section(
-        data.get("fits_best_lr") or {}, "at each width's best LR (the lowest mean over its seeds; LR× after each d)"
+        data.get("fits_best_lr") or {},
+        "at each width's best LR among those run (the lowest mean over its seeds; LR× after each d)",
     )
     lines += seed_section(data.get("seed_comparison") or [], "at the LR rule")
     lines += seed_section(data.get("seed_comparison_best_lr") or [], "at each width's best LR")

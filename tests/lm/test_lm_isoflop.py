@@ -107,6 +107,7 @@ def test_the_best_lr_fit_takes_each_width_at_its_scanned_optimum_with_every_seed
     assert check["factors"] == [1.0, 2.0, 4.0, 8.0, 16.0] and check["seeds"] == [1, 1, 3, 1, 3]
     assert check["best_factor"] == 4.0 and not check["best_at_edge"]
     assert check["val_bpb"][-1] == pytest.approx((1.9 + 2.3 + 2.25) / 3, abs=1e-4)
+    assert not lr_table([row(96, 4.0, 1, 2.1), row(96, 4.0, 2, 2.2)])  # one LR, however many seeds, is not a scan
 
 
 @pytest.mark.slow
