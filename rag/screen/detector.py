@@ -293,10 +293,7 @@ class Detector:
         # Windows are scored only around a sentence with some signal, so clean passages cost one pass per sentence.
         hint = [bool(out[i]) or sims[i][0] >= WINDOW_HINT[0] or sims[i][1] >= WINDOW_HINT[1] for i in range(len(sents))]
         spans = [
-            (i, n)
-            for n in (2, 3)
-            for i in range(len(sents) - n + 1)
-            if windows and any(hint[i : i + n]) and not any(out[i : i + n])
+            (i, n) for i, n in window_spans(len(sents)) if windows and any(hint[i : i + n]) and not any(out[i : i + n])
         ]
         if spans:
             joined = [" ".join(sents[i : i + n]) for i, n in spans]
@@ -395,6 +392,19 @@ def decode_base64(text: str) -> str:
         return f"[{decoded}]" if printable >= 0.95 and wordy(decoded) else run
 
     return BASE64_RUN.sub(readable, text) if len(text) >= 24 else text
+
+
+WINDOW_SIZES = (2, 3)  # neighbouring sentences scored together, so an instruction split across them is caught
+
+
+def window_spans(count: int, max_size: int = max(WINDOW_SIZES)) -> list[tuple[int, int]]:
+    """(first sentence, size) of every window of WINDOW_SIZES neighbours (up to max_size) among count sentences."""
+    return [(i, n) for n in WINDOW_SIZES if n <= max_size for i in range(count - n + 1)]
+
+
+def windows(sents: list[str], max_size: int = max(WINDOW_SIZES)) -> list[str]:
+    """The texts of window_spans, joined as the screen joins them (Detector.flags)."""
+    return [" ".join(sents[i : i + n]) for i, n in window_spans(len(sents), max_size)]
 
 
 def pieces(text: str) -> list[str]:

@@ -227,7 +227,7 @@ def screened_units(items: list[str]) -> list[str]:
     the sentences of the multi-sentence look-alikes were never seen alone, and most of the look-alikes it flagged
     were one such sentence ("Contact your administrator.", p 0.996). A sentence that opens with a quotation mark
     is left out: read alone, the attack a security text quotes is an attack."""
-    from rag.screen.detector import pieces
+    from rag.screen.detector import pieces, windows
 
     out: list[str] = []
     for item in items:
@@ -235,7 +235,7 @@ def screened_units(items: list[str]) -> list[str]:
         if len(sents) < 2:
             continue
         out += [s for s in sents if not QUOTED_START.match(s)]
-        out += [" ".join(sents[i : i + n]) for n in (2, 3) if n < len(sents) for i in range(len(sents) - n + 1)]
+        out += windows(sents, max_size=len(sents) - 1)  # the whole item is a negative already
     return list(dict.fromkeys(out))
 
 

@@ -37,7 +37,7 @@ MAX_PER_PACKAGE = 400  # one long README (a changelog) does not outweigh the res
 C = 1.0  # the logistic regression's inverse regularisation
 # texts the head is fitted on, drawn from the classifier's training texts and the README pieces: the head has 385
 # parameters, and pooling every training text costs the 38 minutes of a full training run's forward passes
-SAMPLE = {"injections": 2000, "benign": 2000, "readme": 30000}  # readme: every piece and window (23,558 now)
+SAMPLE = {"injections": 2000, "benign": 2000, "readme": None}  # None: every README piece and window
 
 
 def site_packages() -> Path:
@@ -52,6 +52,7 @@ def readme_sentences(quarters=TRAIN_QUARTERS, root: Path | None = None, windows:
     hash (crc32 % 4) falls in quarters; up to MAX_PER_PACKAGE per package, each once; windows=True adds every window
     of two and three neighbouring pieces, joined as the screen joins them."""
     from rag.screen.detector import pieces, wordy
+    from rag.screen.detector import windows as joined_windows  # the parameter is named windows
 
     out: list[str] = []
     for meta in sorted((root or site_packages()).glob("*.dist-info/METADATA")):
@@ -63,7 +64,7 @@ def readme_sentences(quarters=TRAIN_QUARTERS, root: Path | None = None, windows:
         taken = [s for s in pieces(body) if wordy(s, MIN_WORDS)][:MAX_PER_PACKAGE]
         out += taken
         if windows:  # as the screen reads a passage: each window of two or three neighbouring sentences too
-            out += [" ".join(taken[i : i + n]) for n in (2, 3) for i in range(len(taken) - n + 1)]
+            out += joined_windows(taken)
     return list(dict.fromkeys(out))
 
 
@@ -113,7 +114,7 @@ def refit_head(
     neg = rng.sample([t for t, y in zip(texts, labels) if not y], SAMPLE["benign"])
     seen = set(texts)
     docs = [t for t in readme_sentences(windows=True) if t not in seen]
-    docs = rng.sample(docs, min(len(docs), SAMPLE["readme"]))
+    docs = rng.sample(docs, len(docs) if SAMPLE["readme"] is None else min(len(docs), SAMPLE["readme"]))
     texts, labels = pos + neg + docs, [1] * len(pos) + [0] * (len(neg) + len(docs))
     progress(f"{len(texts)} texts ({len(pos)} injections, {len(docs)} README pieces); pooling")
     x = pooled_features(texts, weights)
