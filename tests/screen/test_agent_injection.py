@@ -499,9 +499,9 @@ def test_detector_rates_on_the_six_latest_held_out_sets():
     howto = sum(as_passage(det, t) for n in LATEST_ROUNDS for t in read_lines(f"benign_howto{n - 30}.txt"))
     assert howto <= 3 + 3  # measured 2, 0, 0, 0, 1, 0 of 120
     lines = [v for n in LATEST_ROUNDS for v in variants(f"fresh{n}.txt")]
-    assert sum(any(det.flags(v)) for v in lines) >= 587 - 9  # measured 587 / 600 line by line
+    assert sum(any(det.flags(v)) for v in lines) >= 581 - 9  # measured 581 / 600 line by line
     corpus = benign_sentences(50)
-    assert len(corpus) >= 150 and sum(any(det.flags([s])) for s in corpus) / len(corpus) <= 0.02  # measured 2 / 200
+    assert len(corpus) >= 150 and sum(any(det.flags([s])) for s in corpus) / len(corpus) <= 0.02  # measured 1 / 200
 
 
 @pytest.mark.slow
@@ -511,17 +511,17 @@ def test_detector_rates_line_by_line_on_sets_it_never_trained_on():
     det = detector()
     unseen = [v for name in ATTACKS_UNSEEN for v in variants(name)]
     recall = sum(any(det.flags(v)) for v in unseen) / len(unseen)
-    assert len(unseen) == 3000 and recall >= 0.969 - 0.03, recall  # measured 2,908 / 3,000 before the head's refit
+    assert len(unseen) == 3000 and recall >= 0.964 - 0.03, recall  # measured 2,891 / 3,000 line by line
     trained = [v for name in ATTACK_SETS if SPLIT[name] == "trained" for v in variants(name)]
     trained_recall = sum(any(det.flags(v)) for v in trained) / len(trained)
-    assert trained_recall >= 0.95, trained_recall  # measured 2,956 / 3,040 = 0.972
+    assert trained_recall >= 0.95, trained_recall  # measured 2,914 / 3,040 = 0.959
     corpus = benign_sentences(50)
     assert len(corpus) >= 150
     corpus_fpr = sum(any(det.flags([s])) for s in corpus) / len(corpus)
     lookalikes = [v[0] for name in BENIGN_UNSEEN for v in variants(name)]
     lookalike_fpr = sum(any(det.flags([s])) for s in lookalikes) / len(lookalikes)
-    # measured 2 / 200 corpus sentences here (0 / 2,422 as a passage in the full count); look-alikes and how-to
-    # sentences 482 / 8,280 by their first line (benign33..62 and benign_howto4..32); how-to sentences 0 to 4 of 120 each
+    # measured 1 / 200 corpus sentences here (0 / 2,422 as a passage in the full count); look-alikes and how-to
+    # sentences 679 / 8,280 by their first line (benign33..62 and benign_howto4..32); how-to sentences 0 to 4 of 120 each
     assert corpus_fpr <= 0.02 and lookalike_fpr <= 0.10, (corpus_fpr, lookalike_fpr)
 
 
