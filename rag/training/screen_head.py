@@ -47,12 +47,11 @@ def site_packages() -> Path:
     return Path(sysconfig.get_paths()["purelib"])
 
 
-def readme_sentences(quarters=TRAIN_QUARTERS, root: Path | None = None, windows: bool = False) -> list[str]:
+def readme_sentences(quarters=TRAIN_QUARTERS, root: Path | None = None, with_windows: bool = False) -> list[str]:
     """The pieces (as the screen scores them) of the README-style descriptions of the installed packages whose name
-    hash (crc32 % 4) falls in quarters; up to MAX_PER_PACKAGE per package, each once; windows=True adds every window
+    hash (crc32 % 4) falls in quarters; up to MAX_PER_PACKAGE per package, each once; with_windows=True adds every window
     of two and three neighbouring pieces, joined as the screen joins them."""
-    from rag.screen.detector import pieces, wordy
-    from rag.screen.detector import windows as joined_windows  # the parameter is named windows
+    from rag.screen.detector import pieces, windows, wordy
 
     out: list[str] = []
     for meta in sorted((root or site_packages()).glob("*.dist-info/METADATA")):
@@ -63,8 +62,8 @@ def readme_sentences(quarters=TRAIN_QUARTERS, root: Path | None = None, windows:
         body = text.split("\n\n", 1)[1] if "\n\n" in text else ""
         taken = [s for s in pieces(body) if wordy(s, MIN_WORDS)][:MAX_PER_PACKAGE]
         out += taken
-        if windows:  # as the screen reads a passage: each window of two or three neighbouring sentences too
-            out += joined_windows(taken)
+        if with_windows:  # as the screen reads a passage: each window of two or three neighbouring sentences too
+            out += windows(taken)
     return list(dict.fromkeys(out))
 
 
@@ -113,7 +112,7 @@ def refit_head(
     pos = rng.sample([t for t, y in zip(texts, labels) if y], SAMPLE["injections"])
     neg = rng.sample([t for t, y in zip(texts, labels) if not y], SAMPLE["benign"])
     seen = set(texts)
-    docs = [t for t in readme_sentences(windows=True) if t not in seen]
+    docs = [t for t in readme_sentences(with_windows=True) if t not in seen]
     docs = rng.sample(docs, len(docs) if SAMPLE["readme"] is None else min(len(docs), SAMPLE["readme"]))
     texts, labels = pos + neg + docs, [1] * len(pos) + [0] * (len(neg) + len(docs))
     progress(f"{len(texts)} texts ({len(pos)} injections, {len(docs)} README pieces); pooling")
