@@ -21,8 +21,9 @@ from rag.config import BUILTIN_CORPUS_DIR, RagError, data_dir, escape_controls
 from rag.data.budget import Budget
 from rag.data.chunking import chunk_blocks
 from rag.data.files import load_qrels_file, read_jsonl
-from rag.data.ingest import FORMATS, Unreadable, read_document, scan_folder
+from rag.data.ingest import FORMATS, Unreadable, parse_document, read_file, scan_folder
 from rag.data.limits import cap_passages, capped
+from rag.data.parsed_cache import ParsedFiles
 from rag.data.token_chunks import chunk_by_tokens, encoder_tokenizer, title_for
 
 FOLDER_CHUNKING = "words"  # how a folder's documents become passages: "words" or "tokens" (see the module's text)
@@ -124,18 +125,24 @@ def load_folder(folder: Path, name: str | None = None, chunking: str = FOLDER_CH
     .unsupported, for the commands to report."""
     scan, root = scan_folder(folder), folder.resolve()
     passages, invalid, skipped, notes = [], 0, list(scan.skipped), []
+    parsed = ParsedFiles(root, chunking)
     for path in scan.files:
         rel = path.relative_to(folder).as_posix()
         try:
-            doc = read_document(path, root)
-            chunks = folder_chunks(doc, chunking)
-            Budget.for_size(doc.size).check_passages(len(chunks))
+            raw, info = read_file(path, root)
+            key = parsed.key(raw, rel)
+            entry = parsed.get(key)
+            if entry is None:
+                doc = parse_document(path, raw, info)
+                chunks = folder_chunks(doc, chunking)
+                Budget.for_size(doc.size).check_passages(len(chunks))
+                entry = parsed.put(key, chunks, doc.valid_utf8, doc.notes)
         except (Unreadable, OSError) as e:
             skipped.append((rel, str(e) or type(e).__name__))
             continue
-        invalid += not doc.valid_utf8
-        notes += [(rel, note) for note in doc.notes]
-        for i, (title, headings, page, chunk) in enumerate(chunks):
+        invalid += not entry["valid_utf8"]
+        notes += [(rel, note) for note in entry["notes"]]
+        for i, (title, headings, page, chunk) in enumerate(entry["chunks"]):
             passages.append(
                 Passage(
                     id=f"{rel}#{i}",
@@ -144,9 +151,10 @@ def load_folder(folder: Path, name: str | None = None, chunking: str = FOLDER_CH
                     source=rel,
                     heading=" › ".join(headings),
                     page=page,
-                    mtime=doc.mtime,
+                    mtime=info.st_mtime,
                 )
             )
+    parsed.save()
     if not passages:
         what = f" ({len(skipped)} files could not be read: {skipped[0][0]}: {skipped[0][1]} …)" if skipped else ""
         raise RagError(

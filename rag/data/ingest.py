@@ -205,14 +205,26 @@ def read_document(path: Path, root: Path | None = None) -> Document:
     """Parse one file by its extension under a budget made from its size, or raise Unreadable with the reason. Only
     regular files are read, never more than the format's byte limit, and (with `root`, the folder's resolved path)
     only files whose opened descriptor lies inside the folder."""
+    raw, info = read_file(path, root)
+    return parse_document(path, raw, info)
+
+
+def read_file(path: Path, root: Path | None = None) -> tuple[bytes, os.stat_result]:
+    """The bytes and stat of a supported file, read as read_document reads it (read_bounded with the format's
+    limit); Unreadable with the reason."""
     fmt = FORMATS[path.suffix.lower()]
     limit = MAX_PDF_BYTES if fmt == "pdf" else MAX_TEXT_BYTES
     try:
-        raw, info = read_bounded(path, limit, fmt, root)
+        return read_bounded(path, limit, fmt, root)
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise Unreadable("symlink loop, or a symlink where the scan found a file; skipped") from None
         raise
+
+
+def parse_document(path: Path, raw: bytes, info: os.stat_result) -> Document:
+    """Parse a file's bytes (read_file) by its extension, under a budget made from their size."""
+    fmt = FORMATS[path.suffix.lower()]
     budget = Budget.for_size(len(raw))
     if fmt == "pdf":
         doc = parse_pdf(io.BytesIO(raw), budget)

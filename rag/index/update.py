@@ -27,6 +27,7 @@ import numpy as np
 
 from rag.config import RagError, RagNote, bm25_cache_dir, cache_dir, index_dir
 from rag.data.corpus import NAMED_CORPORA, Corpus, Passage
+from rag.data.parsed_cache import orphans as parsed_orphans
 from rag.encoders import get_encoder, vector_name
 from rag.encoders.base import document_text
 from rag.encoders.cache import (
@@ -244,7 +245,8 @@ def used_by_indexes() -> tuple[set[str], dict[str, set[str]]]:
 
 
 def prune_cache() -> dict:
-    """Remove cache entries that no stored index uses: per-corpus embedding and BM25 folders, per-passage vectors."""
+    """Remove cache entries that no stored index uses: per-corpus embedding and BM25 folders, per-passage vectors;
+    and the parsed files of folders that no longer exist (rag.data.parsed_cache)."""
     hashes, keys = used_by_indexes()
     removed, freed, vectors_removed = [], 0, 0
     root = cache_dir()
@@ -254,6 +256,14 @@ def prune_cache() -> dict:
         freed += folder_bytes(folder)
         shutil.rmtree(folder, ignore_errors=True)
         removed.append(str(folder))
+    for path in parsed_orphans():  # parsed files of folders that no longer exist
+        try:
+            size = path.stat().st_size
+            path.unlink()
+        except OSError:
+            continue
+        freed += size
+        removed.append(str(path))
     for enc_dir in sorted((root / "embeddings" / "by-passage").glob("*")):
         n, size = compact_packs(enc_dir, keys.get(enc_dir.name, set()))
         vectors_removed += n
