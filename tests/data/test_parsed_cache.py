@@ -111,3 +111,14 @@ def test_prune_removes_the_cache_of_a_folder_that_is_gone(tmp_path, monkeypatch)
     shutil.rmtree(folder)
     assert path in orphans()
     assert str(path) in prune(keep=1)["cache_removed"] and not path.exists()
+
+
+def test_an_unusable_cache_folder_only_costs_the_parse(tmp_path, monkeypatch):
+    blocker = tmp_path / "cache-is-a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("RAG_CACHE_DIR", str(blocker))
+    folder = folder_with_pages(tmp_path)
+    parses = count_parses(monkeypatch)
+    first, second = load_folder(folder), load_folder(folder)
+    assert passages(first) == passages(second) and len(parses) == 4  # parsed both times, nothing written
+    assert blocker.read_text() == "not a folder"
