@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 from langchain_core.runnables import RunnableConfig  # LangGraph reads the nodes' annotations to pass the config
 
 from rag.agent.nodes import (
+    LOOKUP_SOURCE,
     AgentContext,
     AgentState,
     after_hop,
@@ -38,12 +39,16 @@ from rag.answer.llm import ExtractiveBackend, experimental_warning, get_backend
 from rag.answer.reading import MemoReader
 from rag.config import RagError, built_once, check_question
 from rag.retrieve import RetrievalSettings, Retriever, open_retriever
-from rag.screen.guard import guard_step, screened_text
+from rag.screen.guard import guard_step, passed_text, screened_text
 
 NODES = {"analyze": analyze, "retrieve": retrieve, "grade": grade, "rewrite": rewrite, "hop": hop, "answer": answer}
 
 
 BUILDS_QUERIES = ("hop",)  # nodes that build searches from kept passages: they see the passages screened
+# nodes whose steps are built from the question alone (its words, the planner's templates and the calculator's
+# table): no passage text reaches them, so their steps are not screened
+QUESTION_ONLY = ("analyze", "rewrite")
+OWN_WORDING = LOOKUP_SOURCE.format("the question")  # the agent's own words in a step: never judged
 
 
 def screened_kept(state: AgentState) -> AgentState:
@@ -64,6 +69,20 @@ def screened_kept(state: AgentState) -> AgentState:
     return {**state, "found": found}
 
 
+def kept_text(screened: AgentState) -> str:
+    """What the screen has passed of a screened state's kept passages (rag.screen.guard.passed_text): the words a
+    query built from them may carry without a second look."""
+    kept = [f["hit"].passage for f in screened["found"].values() if f.get("kept")]
+    return passed_text([p.text for p in kept], [p.title for p in kept])
+
+
+def hit_titles(update: dict) -> str:
+    """The titles of the passages a node's steps list (`hits`), when the screen passes every one of them: the words
+    a lookup named after one of them may carry without a second look."""
+    titles = [h["title"] for step in update.get("steps", []) for h in step.get("hits") or []]
+    return passed_text([], titles)
+
+
 @dataclass
 class Run:
     """What one run of the compiled graph binds its nodes to: the context, the node timings (ms) it accumulates,
@@ -81,10 +100,14 @@ def timed(name: str, node: Callable) -> Callable:
     def run(state: AgentState, config: RunnableConfig) -> dict:
         bound: Run = config["configurable"]["run"]
         t0 = time.perf_counter()
-        update = node(screened_kept(state) if name in BUILDS_QUERIES else state, bound.ctx)
+        seen = screened_kept(state) if name in BUILDS_QUERIES else state
+        update = node(seen, bound.ctx)
         ms = (time.perf_counter() - t0) * 1e3
         bound.timings[f"{name}_ms"] = bound.timings.get(f"{name}_ms", 0.0) + ms
-        update = {**update, "steps": [guard_step(step, state.get("question", "")) for step in update.get("steps", [])]}
+        if name not in QUESTION_ONLY:
+            passed = f"{OWN_WORDING} {kept_text(seen) if name in BUILDS_QUERIES else hit_titles(update)}"
+            steps = [guard_step(step, state.get("question", ""), passed) for step in update.get("steps", [])]
+            update = {**update, "steps": steps}
         for step in update["steps"]:
             step["ms"] = round(ms, 1)
             if bound.on_step:

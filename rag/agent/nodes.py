@@ -39,6 +39,7 @@ from rag.lexicon import overlap
 from rag.retrieve import Hit, Retriever
 from rag.screen.guard import screen_passages, scrub_answer
 
+LOOKUP_SOURCE = "titles named in {}"  # how a step names what an entity lookup read: the question or a passage's title
 FIRST_TIER = 7  # how many of the first search's hits rank ahead of lookups and second-hop hits
 KEEP_OVERLAP = 0.34  # share of the query's content words a passage must contain to count as relevant
 KEEP_OVERLAP_TOP = 0.2  # a lower bar for the first TOP_HITS hits of a query
@@ -101,7 +102,7 @@ def analyze(state: AgentState, ctx: AgentContext) -> dict:
     mentioned = ctx.linker.mentions(state["question"]) if ctx.linker else []
     model = multihop_model() if plan["hop"] else None
     probability = round(model.probability(state["question"]), 3) if model else None
-    lookups = [{"source": "titles named in the question", "ids": mentioned, "tier": 1}] if mentioned else []
+    lookups = [{"source": LOOKUP_SOURCE.format("the question"), "ids": mentioned, "tier": 1}] if mentioned else []
     step = {
         "node": "analyze",
         "mode": plan["mode"],
@@ -190,7 +191,7 @@ def linked_lookups(ctx: AgentContext, passages: list, found: dict) -> list[dict]
     for p in passages:
         ids = [pid for pid in ctx.linker.mentions(p.text, exclude={p.id}) if pid not in found][:LINK_EACH]
         if ids:
-            out.append({"source": f"titles named in {p.title}", "ids": ids, "tier": 2, "via": "linked"})
+            out.append({"source": LOOKUP_SOURCE.format(p.title), "ids": ids, "tier": 2, "via": "linked"})
     return out
 
 
@@ -370,7 +371,7 @@ def hop(state: AgentState, ctx: AgentContext) -> dict:
         for p in kept:
             ids = ctx.linker.mentions(p.text, exclude={p.id})
             if ids:
-                lookups.append({"source": f"titles named in {p.title}", "ids": ids, "tier": 1})
+                lookups.append({"source": LOOKUP_SOURCE.format(p.title), "ids": ids, "tier": 1})
     step = {
         "node": "hop",
         "reason": "second hop from first-hop findings",

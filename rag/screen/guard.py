@@ -131,11 +131,12 @@ ORPHAN_CITATIONS = re.compile(r"\s*(?:\[\d+\]\s*)+[.,;]?\s*")  # a line left hol
 WITHHELD = "[withheld: instruction-like text from a passage]"
 
 
-def guard_strings(values: list[str], question: str = "") -> tuple[list[str], int]:
+def guard_strings(values: list[str], question: str = "", passed: str = "") -> tuple[list[str], int]:
     """Each string, or WITHHELD where the detector flags it (queries, titles and other text a step carries). A
-    string made only of the question's own words came from the user, not from a passage, and is not checked.
+    string made only of the question's own words came from the user, not from a passage, and is not checked; nor is
+    one made only of those and the words of `passed`, text this screen has already passed (guard_step).
     Verdicts are stored (rag.screen.verdicts), so a title screened once is not screened again."""
-    asked = set(re.findall(r"\w+", question.casefold()))
+    asked = set(re.findall(r"\w+", f"{question} {passed}".casefold()))
     checked = [
         v
         for v in values
@@ -161,10 +162,11 @@ def flagged_string(value: str) -> bool:
     return any(detector().flags(pieces(value)))
 
 
-def guard_step(step: dict, question: str = "") -> dict:
+def guard_step(step: dict, question: str = "", passed: str = "") -> dict:
     """A streamed or returned agent step with flagged text withheld: the search queries a rewrite or a hop built,
     the titles it came from, the sub-questions, the titles of the passages a search found (`hits`, which the OpenAI
-    endpoint streams as reasoning content). Steps carry no passage text of their own."""
+    endpoint streams as reasoning content). Steps carry no passage text of their own. passed: the text a step was
+    built from that this screen has already passed (passed_text), whose words need no second look."""
     out = dict(step)
     hits = out.get("hits")
     if isinstance(hits, list) and all(isinstance(h, dict) and isinstance(h.get("title"), str) for h in hits):
@@ -173,10 +175,19 @@ def guard_step(step: dict, question: str = "") -> dict:
     for key in ("query", "queries", "sub_questions", "from", "lookups"):
         value = out.get(key)
         if isinstance(value, str):
-            out[key] = guard_strings([value], question)[0][0]
+            out[key] = guard_strings([value], question, passed)[0][0]
         elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-            out[key] = guard_strings(value, question)[0]
+            out[key] = guard_strings(value, question, passed)[0]
     return out
+
+
+def passed_text(texts: list[str], titles: list[str]) -> str:
+    """The screened passage texts and their titles joined, as guard_step's `passed`, when every title is one the
+    screen passes; "" when one is withheld (its words might also occur in the texts, and a string carrying it
+    must be judged)."""
+    if guard_strings(titles)[1]:
+        return ""
+    return " ".join([*titles, *texts])
 
 
 def screened_text(text: str, title: str = "") -> str:
