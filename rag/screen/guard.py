@@ -102,7 +102,9 @@ def scrub_answer(text: str, screened: list[str] = ()) -> tuple[str, int]:
     passed = [" ".join(t.split()) for t in screened]
     for line in text.split("\n"):
         sents = [s for s in re.split(r"(?<=[.!?。！？])\s+", line) if s.strip()]
-        checked = [i for i, sent in enumerate(sents) if unquoted(sent, passed)]
+        checked = [
+            i for i, sent in enumerate(sents) if unquoted(sent, passed) and not quoted_with_neighbour(sents, i, passed)
+        ]
         flags: list = [None] * len(sents)
         for i, f in zip(checked, detector().flags([sents[i] for i in checked], windows=False) if checked else []):
             flags[i] = f
@@ -110,6 +112,14 @@ def scrub_answer(text: str, screened: list[str] = ()) -> tuple[str, int]:
         lines.append(" ".join(s for s, f in zip(sents, flags) if f is None) if any(flags) else line)
     text = "\n".join(line for line in lines if not ORPHAN_CITATIONS.fullmatch(line)).strip()
     return text, removed
+
+
+def quoted_with_neighbour(sents: list[str], i: int, texts: list[str]) -> bool:
+    """Whether answer sentence i, joined with the sentence before or after it as the answer has them, is quoted word
+    for word from the texts: a short piece the answer's sentence split cut from a quoted sentence ("… such as
+    no_proxy, etc." | "and all_proxy.") is part of that quote."""
+    pairs = [sents[i - 1 : i + 1] if i else [], sents[i : i + 2] if i + 1 < len(sents) else []]
+    return any(pair and not unquoted(" ".join(pair), texts) for pair in pairs)
 
 
 def unquoted(sentence: str, texts: list[str]) -> bool:
