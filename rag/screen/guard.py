@@ -98,26 +98,27 @@ def scrub_answer(text: str, screened: list[str] = ()) -> tuple[str, int]:
     Only sentences with unquoted words are put to the detector (unquoted): a quote of `screened` (passage texts the
     passage screen, with its second look, has already passed) is kept, since read alone and without the verifier
     the first stage would flag what the passage screen judged to be about a model rather than addressed to one."""
-    lines, removed = [], 0
     passed = [" ".join(t.split()) for t in screened]
-    for line in text.split("\n"):
-        sents = [s for s in re.split(r"(?<=[.!?。！？])\s+", line) if s.strip()]
-        checked = [
-            i for i, sent in enumerate(sents) if unquoted(sent, passed) and not quoted_with_neighbour(sents, i, passed)
-        ]
-        flags: list = [None] * len(sents)
-        for i, f in zip(checked, detector().flags([sents[i] for i in checked], windows=False) if checked else []):
-            flags[i] = f
-        removed += sum(1 for f in flags if f)
-        lines.append(" ".join(s for s, f in zip(sents, flags) if f is None) if any(flags) else line)
+    split = [[s for s in re.split(r"(?<=[.!?。！？])\s+", line) if s.strip()] for line in text.split("\n")]
+    flat = [s for sents in split for s in sents]  # neighbours across lines too: a code block's lines, a lead-in
+    checked = [k for k, s in enumerate(flat) if unquoted(s, passed) and not quoted_with_neighbour(flat, k, passed)]
+    flags: list = [None] * len(flat)
+    for k, f in zip(checked, detector().flags([flat[k] for k in checked], windows=False) if checked else []):
+        flags[k] = f
+    lines, start = [], 0
+    for line, sents in zip(text.split("\n"), split):
+        mine = flags[start : start + len(sents)]
+        start += len(sents)
+        lines.append(" ".join(s for s, f in zip(sents, mine) if f is None) if any(mine) else line)
+    removed = sum(1 for f in flags if f)
     text = "\n".join(line for line in lines if not ORPHAN_CITATIONS.fullmatch(line)).strip()
     return text, removed
 
 
 def quoted_with_neighbour(sents: list[str], i: int, texts: list[str]) -> bool:
-    """Whether answer sentence i, joined with the sentence before or after it as the answer has them, is quoted word
-    for word from the texts: a short piece the answer's sentence split cut from a quoted sentence ("… such as
-    no_proxy, etc." | "and all_proxy.") is part of that quote."""
+    """Whether answer sentence i, joined with the sentence before or after it (on its line or the next), is quoted
+    word for word from the (whitespace-joined) texts: a short piece the answer's split cut from a quoted sentence
+    ("… such as no_proxy, etc." | "and all_proxy.") or a short line of a quoted code block is part of that quote."""
     pairs = [sents[i - 1 : i + 1] if i else [], sents[i : i + 2] if i + 1 < len(sents) else []]
     return any(pair and not unquoted(" ".join(pair), texts) for pair in pairs)
 
