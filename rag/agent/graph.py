@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig  # LangGraph reads the nodes
 
 from rag.agent.nodes import (
     LOOKUP_SOURCE,
+    OPENING_SOURCE,
     AgentContext,
     AgentState,
     after_hop,
@@ -48,7 +49,7 @@ BUILDS_QUERIES = ("hop",)  # nodes that build searches from kept passages: they 
 # nodes whose steps are built from the question alone (its words, the planner's templates and the calculator's
 # table): no passage text reaches them, so their steps are not screened
 QUESTION_ONLY = ("analyze", "rewrite")
-OWN_WORDING = LOOKUP_SOURCE.format("the question")  # the agent's own words in a step: never judged
+OWN_WORDING = f"{LOOKUP_SOURCE.format('the question')} {OPENING_SOURCE.format('')}"  # the agent's own words in steps
 
 
 def screened_kept(state: AgentState) -> AgentState:
@@ -76,11 +77,11 @@ def kept_text(screened: AgentState) -> str:
     return passed_text([p.text for p in kept], [p.title for p in kept])
 
 
-def hit_titles(update: dict) -> str:
-    """The titles of the passages a node's steps list (`hits`), when the screen passes every one of them: the words
-    a lookup named after one of them may carry without a second look."""
-    titles = [h["title"] for step in update.get("steps", []) for h in step.get("hits") or []]
-    return passed_text([], titles)
+def hit_text(update: dict) -> str:
+    """The passages a node's steps list (`hits`): their ids, which steps show as they are, and their titles when the
+    screen passes every one of them: the words a lookup named after one of them may carry without a second look."""
+    hits = [h for step in update.get("steps", []) for h in step.get("hits") or []]
+    return f"{' '.join(str(h.get('id', '')) for h in hits)} {passed_text([], [h['title'] for h in hits])}"
 
 
 @dataclass
@@ -105,7 +106,7 @@ def timed(name: str, node: Callable) -> Callable:
         ms = (time.perf_counter() - t0) * 1e3
         bound.timings[f"{name}_ms"] = bound.timings.get(f"{name}_ms", 0.0) + ms
         if name not in QUESTION_ONLY:
-            passed = f"{OWN_WORDING} {kept_text(seen) if name in BUILDS_QUERIES else hit_titles(update)}"
+            passed = f"{OWN_WORDING} {kept_text(seen) if name in BUILDS_QUERIES else hit_text(update)}"
             steps = [guard_step(step, state.get("question", ""), passed) for step in update.get("steps", [])]
             update = {**update, "steps": steps}
         for step in update["steps"]:

@@ -40,6 +40,7 @@ from rag.retrieve import Hit, Retriever
 from rag.screen.guard import screen_passages, scrub_answer
 
 LOOKUP_SOURCE = "titles named in {}"  # how a step names what an entity lookup read: the question or a passage's title
+OPENING_SOURCE = "opening of {}"  # how a step names a document whose opening passage it looked up
 FIRST_TIER = 7  # how many of the first search's hits rank ahead of lookups and second-hop hits
 KEEP_OVERLAP = 0.34  # share of the query's content words a passage must contain to count as relevant
 KEEP_OVERLAP_TOP = 0.2  # a lower bar for the first TOP_HITS hits of a query
@@ -214,7 +215,7 @@ def opening_lookups(question: str, ids: list[str], found: dict, by_id: dict) -> 
     opening = f"{doc}#0"
     if docs.count(doc) < 2 or opening not in by_id or opening in found:
         return []
-    return [{"source": f"opening of {doc}", "ids": [opening], "tier": 0}]
+    return [{"source": OPENING_SOURCE.format(doc), "ids": [opening], "tier": 0}]
 
 
 def grade(state: AgentState, ctx: AgentContext) -> dict:
