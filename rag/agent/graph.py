@@ -77,13 +77,6 @@ def kept_text(screened: AgentState) -> str:
     return passed_text([p.text for p in kept], [p.title for p in kept])
 
 
-def hit_text(update: dict) -> str:
-    """The passages a node's steps list (`hits`): their ids, which steps show as they are, and their titles when the
-    screen passes every one of them: the words a lookup named after one of them may carry without a second look."""
-    hits = [h for step in update.get("steps", []) for h in step.get("hits") or []]
-    return f"{' '.join(str(h.get('id', '')) for h in hits)} {passed_text([], [h['title'] for h in hits])}"
-
-
 @dataclass
 class Run:
     """What one run of the compiled graph binds its nodes to: the context, the node timings (ms) it accumulates,
@@ -106,7 +99,7 @@ def timed(name: str, node: Callable) -> Callable:
         ms = (time.perf_counter() - t0) * 1e3
         bound.timings[f"{name}_ms"] = bound.timings.get(f"{name}_ms", 0.0) + ms
         if name not in QUESTION_ONLY:
-            passed = f"{OWN_WORDING} {kept_text(seen) if name in BUILDS_QUERIES else hit_text(update)}"
+            passed = f"{OWN_WORDING} {kept_text(seen)}" if name in BUILDS_QUERIES else OWN_WORDING
             steps = [guard_step(step, state.get("question", ""), passed) for step in update.get("steps", [])]
             update = {**update, "steps": steps}
         for step in update["steps"]:

@@ -99,14 +99,15 @@ def scrub_answer(text: str, screened: list[str] = ()) -> tuple[str, int]:
     passage screen, with its second look, has already passed) is kept, since read alone and without the verifier
     the first stage would flag what the passage screen judged to be about a model rather than addressed to one."""
     passed = [" ".join(t.split()) for t in screened]
-    split = [[s for s in re.split(r"(?<=[.!?。！？])\s+", line) if s.strip()] for line in text.split("\n")]
+    raw = text.split("\n")
+    split = [[s for s in re.split(r"(?<=[.!?。！？])\s+", line) if s.strip()] for line in raw]
     flat = [s for sents in split for s in sents]  # neighbours across lines too: a code block's lines, a lead-in
     checked = [k for k, s in enumerate(flat) if unquoted(s, passed) and not quoted_with_neighbour(flat, k, passed)]
     flags: list = [None] * len(flat)
     for k, f in zip(checked, detector().flags([flat[k] for k in checked], windows=False) if checked else []):
         flags[k] = f
     lines, start = [], 0
-    for line, sents in zip(text.split("\n"), split):
+    for line, sents in zip(raw, split):
         mine = flags[start : start + len(sents)]
         start += len(sents)
         lines.append(" ".join(s for s, f in zip(sents, mine) if f is None) if any(mine) else line)
@@ -177,12 +178,15 @@ def guard_step(step: dict, question: str = "", passed: str = "") -> dict:
     """A streamed or returned agent step with flagged text withheld: the search queries a rewrite or a hop built,
     the titles it came from, the sub-questions, the titles of the passages a search found (`hits`, which the OpenAI
     endpoint streams as reasoning content). Steps carry no passage text of their own. passed: the text a step was
-    built from that this screen has already passed (passed_text), whose words need no second look."""
+    built from that this screen has already passed (passed_text), whose words need no second look; the ids of the
+    step's hits (shown as they are) and their titles, when none is withheld, are added to it."""
     out = dict(step)
     hits = out.get("hits")
     if isinstance(hits, list) and all(isinstance(h, dict) and isinstance(h.get("title"), str) for h in hits):
-        titles, _ = guard_strings([h["title"] for h in hits], question)
+        titles, withheld = guard_strings([h["title"] for h in hits], question)
         out["hits"] = [{**h, "title": t} for h, t in zip(hits, titles)]
+        shown = [str(h.get("id", "")) for h in hits] + ([] if withheld else titles)
+        passed = " ".join([passed, *shown])
     for key in ("query", "queries", "sub_questions", "from", "lookups"):
         value = out.get(key)
         if isinstance(value, str):
