@@ -38,7 +38,9 @@ from rag.agent.tools import title_linker
 from rag.answer.abstain import default_abstainer
 from rag.answer.llm import ExtractiveBackend, experimental_warning, get_backend
 from rag.answer.reading import MemoReader
+from rag.answer.sentence_rank import sentence_vectors
 from rag.config import RagError, built_once, check_question
+from rag.encoders import minilm_query_encoder
 from rag.retrieve import RetrievalSettings, Retriever, open_retriever
 from rag.screen.guard import guard_step, passed_text, screened_text
 
@@ -169,10 +171,12 @@ def run_agent(
     t_open = time.perf_counter()
     chosen, warnings = _backend(backend if backend is not None else agent.llm)
     if backend is None and isinstance(chosen, ExtractiveBackend) and retriever.encoder is not None:
-        # the extractive backend asked for by name ranks sentences by the retriever's own encoder too
+        # the extractive backend asked for by name ranks sentences by the retriever's own encoder too; the shared
+        # MiniLM goes through the vector cache the sentence ranker reads, so that a sentence is encoded once
+        shared = retriever.encoder is minilm_query_encoder()
         chosen = ExtractiveBackend(
             chosen.max_sentences,
-            embed=lambda texts: retriever.encoder.encode(texts),
+            embed=sentence_vectors if shared else lambda texts: retriever.encoder.encode(texts),
             reader=chosen.reader,
             ranked_sentence=chosen.ranked_sentence,
         )
