@@ -27,8 +27,8 @@ $(VENV)/.installed: pyproject.toml
 demo: install
 	$(BIN)/rag index build --corpus builtin --encoder minilm --index flat
 	$(BIN)/rag prepare
-	$(BIN)/rag search "How many parameters does a 50k x 768 embedding table have?" -k 3
-	$(BIN)/rag ask "What does the embedding dimension control, and how many parameters does a 50k×768 table have?"
+	$(BIN)/rag search "How many parameters does an embedding table with vocabulary V and dimension d hold?" -k 3
+	$(BIN)/rag ask "What does the embedding dimension control, and how does the parameter count of an embedding table grow with d?"
 	@echo
 	@echo "The rag command is in $(VENV). In each new shell, first run:  source $(VENV)/bin/activate"
 

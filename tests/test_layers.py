@@ -18,7 +18,7 @@ LAYERS = [
     ["rag.reduce"],
     ["rag.index"],
     ["rag.retrieve"],
-    ["rag.screen", "rag.calculator"],
+    ["rag.screen"],
     ["rag.answer"],
     ["rag.agent", "rag.studies", "rag.bench"],
     ["rag.training"],

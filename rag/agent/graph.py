@@ -48,8 +48,8 @@ NODES = {"analyze": analyze, "retrieve": retrieve, "grade": grade, "rewrite": re
 
 
 BUILDS_QUERIES = ("hop",)  # nodes that build searches from kept passages: they see the passages screened
-# nodes whose steps are built from the question alone (its words, the planner's templates and the calculator's
-# table): no passage text reaches them, so their steps are not screened
+# nodes whose steps are built from the question alone (its words and the planner's templates): no passage text
+# reaches them, so their steps are not screened
 QUESTION_ONLY = ("analyze", "rewrite")
 OWN_WORDING = f"{LOOKUP_SOURCE.format('the question')} {OPENING_SOURCE.format('')}"  # the agent's own words in steps
 
@@ -159,7 +159,7 @@ def run_agent(
     on_step(step) is called as each node finishes.
     replay: other answer settings (an ablation's: without, use_abstain) whose answer step is run again on the same
       retrieved and graded passages; result["replayed"] holds {answer, citations, abstained, warnings, steps} for each,
-      in order. Settings that change the plan (use_calculator, max_steps, ...) cannot be replayed: run them anew."""
+      in order. Settings that change the plan (max_steps, use_lookup, ...) cannot be replayed: run them anew."""
     t0 = time.perf_counter()
     question = check_question(question)
     if settings is None:
@@ -195,7 +195,6 @@ def run_agent(
         reader=MemoReader(reader) if reader is not None else None,
         hop_threshold=agent.hop_threshold,
         abstainer=default_abstainer() if agent.use_abstain else None,
-        use_calculator=agent.use_calculator,
         without=tuple(agent.without),
     )
     bound = Run(ctx, on_step)
@@ -239,7 +238,7 @@ def run_agent(
 def replay_answer(state: dict, ctx: AgentContext, variant: AgentSettings, ran: AgentSettings) -> dict:
     """The answer step run again on a finished run's state with another answer setting (an ablation)."""
     variant = variant.validated()
-    planned = ("llm", "max_steps", "use_lookup", "use_reader", "use_calculator", "hop_threshold", "short_answer")
+    planned = ("llm", "max_steps", "use_lookup", "use_reader", "hop_threshold", "short_answer")
     changed = [name for name in planned if getattr(variant, name) != getattr(ran, name)]
     if changed:
         raise RagError(f"cannot replay a change of {', '.join(changed)}: it changes the plan; run the agent anew")

@@ -60,7 +60,6 @@ class AgentState(TypedDict, total=False):
     bridge_template: str | None
     hop_reason: str | None
     hop_probability: float | None  # rag.agent.multihop's probability that the question is multi-hop (planned hops)
-    calc: dict | None
     pending: list[dict]  # searches for the next round: {"query", "tier"}
     lookups: list[dict]  # entity lookups for the next round: {"source", "ids", "tier"}
     round: int
@@ -91,13 +90,12 @@ class AgentContext:
     reader: Any = None  # rag.answer.reading.MemoReader over the learned reader; None: no reader
     hop_threshold: float | None = None  # multi-hop probability for a planned hop to run (None: the trained model's)
     abstainer: Any = None  # rag.answer.abstain.Abstainer: the answer abstains below its threshold; None: never
-    use_calculator: bool = True  # the formula tool (rag.calculator) answers the formulas it knows
     without: tuple[str, ...] = ()  # answer components turned off (AgentSettings.without)
 
 
 def analyze(state: AgentState, ctx: AgentContext) -> dict:
-    """Plan the question: its mode, sub-questions, the calculator, the first searches and entity lookups."""
-    plan = plan_question(state["question"], use_calculator=ctx.use_calculator)
+    """Plan the question: its mode, sub-questions, the first searches and entity lookups."""
+    plan = plan_question(state["question"])
     pending = [{"query": q, "tier": 0} for q in plan["queries"]]
     pending += [{"query": q, "tier": 2} for q in plan["extra_queries"]]
     mentioned = ctx.linker.mentions(state["question"]) if ctx.linker else []
@@ -108,7 +106,6 @@ def analyze(state: AgentState, ctx: AgentContext) -> dict:
         "node": "analyze",
         "mode": plan["mode"],
         "sub_questions": plan["sub_questions"],
-        "calculator": plan["calc"]["text"] if plan["calc"] else None,
         "hop": plan["hop_reason"],
         "hop_probability": probability,
         "queries": [p["query"] for p in pending],
@@ -118,7 +115,6 @@ def analyze(state: AgentState, ctx: AgentContext) -> dict:
         "mode": plan["mode"],
         "plan_hop": plan["hop"],
         "sub_questions": plan["sub_questions"],
-        "calc": plan["calc"],
         "bridge_template": plan["bridge_template"],
         "hop_reason": plan["hop_reason"],
         "hop_probability": probability,
@@ -389,10 +385,9 @@ def after_hop(state: AgentState, ctx: AgentContext | None = None) -> str:
 
 
 def answer(state: AgentState, ctx: AgentContext) -> dict:
-    """Answer from the best kept passages (and the calculator's note) with [n] citations that match passages.
+    """Answer from the best kept passages with [n] citations that match passages.
     A backend that fails or answers nothing is replaced by the extractive one, with a warning."""
     context = [pid for pid in ranked_ids(state) if state["found"][pid]["kept"]][:MAX_CONTEXT]
-    calc = state.get("calc")
     passages = [
         {
             "n": j + 1,
@@ -407,13 +402,13 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
     mode = state["mode"]
     if state["plan_hop"] and state["hop"] == 1 and mode == "multi-hop":
         mode = "direct"  # the second hop was skipped: one round found the answer
-    if not passages and not calc:
+    if not passages:
         closest = _closest(state)
         step = {"node": "answer", "backend": "none", "citations": [c["id"] for c in closest]}
         text = nothing_found_answer(state["question"]) + (" The closest passage is [1]." if closest else "")
         return {"answer": text, "citations": closest, "spans": [], "mode": mode, "steps": [step], "abstained": True}
     answerable = None
-    if ctx.abstainer is not None and ctx.reader is not None and not calc:
+    if ctx.abstainer is not None and ctx.reader is not None:
         # a multi-part question is answerable when one of its parts is: each part is read on its own
         targets = state["sub_questions"] if mode == "multi-part" and state["sub_questions"] else [state["question"]]
         found = [ctx.abstainer.passages_probability(t, passages, ctx.reader) for t in targets]
@@ -431,12 +426,7 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
             "warnings": flag_warnings,
             "abstained": True,
         }
-    notes = []
-    if calc:
-        source = calc_source(calc, passages)
-        notes.append(calc["text"] + (f" [{source['n']}]" if source else ""))
-    # the calculator already answers its part of a multi-part question
-    subs = [q for q in state["sub_questions"] if not calc or q != calc.get("part")]
+    subs = list(state["sub_questions"])
     if mode != "multi-part" and state.get("hop_reason") in ("bridge", "chain", "long"):
         subs = []  # one question asked in steps: answer it, not its pieces (a multi-part question's parts stay)
     titles, texts = [p["title"] for p in passages], [p["text"] for p in passages]
@@ -448,7 +438,7 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
     reserve, reserve_warnings, reserve_flagged = [], [], []
     if hasattr(ctx.backend, "answer_spans"):  # only the extractive backend reads the reserve: screen it for that one
         reserve, reserve_warnings, reserve_flagged = screen_passages(reserve_passages(state, ctx, context))
-    text, spans, used, warnings = _answer_with_fallback(ctx, state["question"], passages, notes, subs, reserve)
+    text, spans, used, warnings = _answer_with_fallback(ctx, state["question"], passages, subs, reserve)
     # nor leave in an answer, whichever backend wrote it (a quote of a passage the screen passed stays)
     text, scrubbed = scrub_answer(text, [p["text"] for p in passages + reserve])
     warnings = (
@@ -456,8 +446,6 @@ def answer(state: AgentState, ctx: AgentContext) -> dict:
         + warnings
         + ([f"{scrubbed} instruction-like sentence(s) removed from the answer"] if scrubbed else [])
     )
-    if calc and notes and not _has_figures(text, calc):
-        text = notes[0] + " " + text  # the exact figures must survive a model that dropped them
     cited_reserve = [p for p in reserve if f"[{p['n']}]" in text]  # a reserve passage is cited only when quoted
     text, citations, cite_warn = attach_citations(text, passages + cited_reserve)
     cited = {c["id"] for c in citations}
@@ -551,7 +539,7 @@ def attach_citations(text: str, passages: list[dict]) -> tuple[str, list[dict], 
 
 
 def _answer_with_fallback(
-    ctx: AgentContext, question: str, passages: list[dict], notes: list[str], subs: list[str], reserve=()
+    ctx: AgentContext, question: str, passages: list[dict], subs: list[str], reserve=()
 ) -> tuple[str, Any, list[str]]:
     """(answer text, the reader spans it quotes, the backend that wrote it, warnings). Only the extractive backend
     reads the reserve passages (reserve_passages); a model backend answers from the context alone."""
@@ -561,7 +549,6 @@ def _answer_with_fallback(
             text, spans = ctx.backend.answer_spans(
                 question,
                 passages,
-                notes,
                 subs,
                 short=ctx.short_answer,
                 reader=ctx.reader,
@@ -569,7 +556,7 @@ def _answer_with_fallback(
                 without=ctx.without,
             )
         else:
-            text = ctx.backend.answer(question, passages, notes, subs, short=ctx.short_answer)
+            text = ctx.backend.answer(question, passages, subs, short=ctx.short_answer)
         if not text.strip():
             raise RuntimeError("empty answer")
         return text, spans, ctx.backend, []
@@ -583,7 +570,6 @@ def _answer_with_fallback(
             text, spans = used.answer_spans(
                 question,
                 passages,
-                notes,
                 subs,
                 short=ctx.short_answer,
                 reader=ctx.reader,
@@ -591,22 +577,8 @@ def _answer_with_fallback(
                 without=ctx.without,
             )
             return text, spans, used, [warning]
-        return used.answer(question, passages, notes, subs, short=ctx.short_answer), [], used, [warning]
+        return used.answer(question, passages, subs, short=ctx.short_answer), [], used, [warning]
 
 
 def _hit_brief(hit) -> dict:
     return {"id": hit.passage.id, "title": hit.passage.title, "score": round(float(hit.score), 4)}
-
-
-def calc_source(calc: dict, passages: list[dict]) -> dict | None:
-    """The passage the calculator cites: the best match for its topic among those that state its formula (hold its
-    `cite` pattern), or among all when none does."""
-    stating = [p for p in passages if calc.get("cite") and re.search(calc["cite"], p["text"])]
-    return max(stating or passages, key=lambda p: overlap(calc["topic"], p["title"] + " " + p["text"]), default=None)
-
-
-def _has_figures(text: str, calc: dict) -> bool:
-    """Whether the answer already states the calculator's main figure (e.g. 38,400,000)."""
-    figures = re.findall(r"\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?", calc["text"])
-    main = max(figures, key=len) if figures else ""
-    return bool(main) and (main in text or main.replace(",", "") in text)

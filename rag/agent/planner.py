@@ -1,7 +1,7 @@
 """Rule-based planning for the agent: direct vs multi-part vs multi-hop, sub-questions, second-hop and rewrite queries.
 
-- multi-part: "What does d control, and how many parameters does a 50k×768 table have?" → two independent
-  sub-questions searched together in one round.
+- multi-part: "What does the embedding dimension control, and how does the parameter count of an embedding table
+  grow with d?" → two independent sub-questions searched together in one round.
 - multi-hop (comparison): "Were Scott Derrickson and Ed Wood of the same nationality?" → one sub-question
   per entity, searched together with the whole question.
 - multi-hop (bridge): "What position was held by the woman who portrayed Corliss Archer in Kiss and Tell?" →
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 
-from rag.agent.tools import calculate
 from rag.config import clip_words
 from rag.lexicon import STOPWORDS, content_words, entities
 
@@ -49,61 +48,29 @@ def split_parts(question: str) -> list[str]:
     return parts if len(parts) > 1 and all(len(content_words(p)) >= 2 for p in parts) else [question]
 
 
-def _calc_dict(question: str, parts: list[str]) -> dict | None:
-    """The calculator's result for the whole question, else for its first part that it answers; "part" is the part
-    it answers (the whole question when no single part gives the same result). The whole question comes first: a
-    part can lose the context that says which quantity is meant ("I'm planning to train a 1.1B model with AdamW in
-    fp32. How much memory do the weights, gradients and optimizer states need?" is Adam's 16 bytes per parameter,
-    while its second sentence alone reads as the weights' size)."""
-    result, part = calculate(question), question
-    if result:
-        part = next((p for p in parts if (r := calculate(p)) and r.text == result.text), question)
-    else:
-        result, part = next(((r, p) for p in parts if (r := calculate(p))), (None, question))
-    if result is None:
-        return None
-    return {
-        "text": result.text,
-        "topic": result.topic,
-        "cite": result.cite,
-        "kind": result.kind,
-        "values": result.values,
-        "inputs": result.inputs,
-        "part": part,
-    }
-
-
-def plan_question(question: str, use_calculator: bool = True) -> dict:
+def plan_question(question: str) -> dict:
     """Return {mode, sub_questions, queries (first searches), extra_queries (searched alongside, ranked after
-    lookups), calc, bridge_template, hop (whether a second hop follows the first search)} for a question.
-    use_calculator=False: the formula tool is off (AgentSettings.use_calculator), calc is None."""
+    lookups), bridge_template, hop (whether a second hop follows the first search)} for a question."""
     parts = split_parts(question)
-    calc = _calc_dict(question, parts) if use_calculator else None
     plan = {
         "mode": "direct",
         "sub_questions": [],
         "queries": [question],
         "extra_queries": [],
-        "calc": calc,
         "bridge_template": None,
         "hop": False,
         "hop_reason": None,  # comparison | bridge | chain | long: why a second hop is planned (rag.agent.multihop decides whether it runs)
     }
     if len(parts) > 1:
-        queries = [calc["topic"] + " " + p if calc and p == calc["part"] else p for p in parts]
-        if calc and calc["part"] not in parts:  # the whole question's figure: its topic is searched on its own
-            queries.append(calc["topic"])
         # independent parts; a second hop only when the question names entities to follow
         return {
             **plan,
             "mode": "multi-part",
             "sub_questions": parts,
-            "queries": queries,
-            "hop": bool(entities(question)) and not calc,
-            "hop_reason": "long" if entities(question) and not calc else None,
+            "queries": parts,
+            "hop": bool(entities(question)),
+            "hop_reason": "long" if entities(question) else None,
         }
-    if calc:
-        return {**plan, "queries": [question, calc["topic"]]}
     ents = [x for e in entities(question) for x in re.split(r"\s+(?:and|or)\s+", e) if x]
     words = content_words(question)
     if len(ents) >= 2 and (_COMPARE.search(question) or re.search(r"\bor\b", question)):

@@ -14,10 +14,9 @@ from rag.answer.reading import SWITCHABLE
 from rag.config import RagError
 
 MAX_STEPS_LIMIT = 20  # the most retrieval rounds one question may take (HTTP bounds it the same)
-# The answer components an ablation may turn off: the answerers (rag.answer.reading.ANSWERERS) except those that only
-# pass the calculator's notes on (use_calculator turns the tool off), and the learned sentence ranker that a long
-# answer adds a sentence from (rag.answer.sentence_rank).
-COMPONENTS = (*(n for n in SWITCHABLE if n not in ("calculator", "notes")), "sentence-ranker")
+# The answer components an ablation may turn off: the answerers (rag.answer.reading.ANSWERERS) and the learned
+# sentence ranker that a long answer adds a sentence from (rag.answer.sentence_rank).
+COMPONENTS = (*SWITCHABLE, "sentence-ranker")
 
 
 @dataclass(frozen=True)
@@ -31,7 +30,6 @@ class AgentSettings:
     use_reader: bool = True  # the learned span reader (rag.answer.reader) picks extractive answers when it ships
     use_abstain: bool = True  # say "the documents do not say" when the learned decision (rag.answer.abstain) finds
     # that the passages do not answer the question
-    use_calculator: bool = True  # the formula tool (rag.calculator): it knows the built-in corpus's formulas only
     without: tuple[str, ...] = ()  # COMPONENTS turned off, for an ablation
     hop_threshold: float | None = None  # multi-hop probability at which a planned second hop runs (None: the one
     # `rag train hop` chose, rag/models/multihop_weights.json; 0 runs every planned hop, 1 none)

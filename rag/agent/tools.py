@@ -1,27 +1,9 @@
-"""Agent tools: the embedding calculator (its formula table lives in rag.calculator.formulas), a langchain-core
-retriever over rag.retrieve, and the title linker for entity lookups."""
+"""Agent tools: a langchain-core retriever over rag.retrieve, and the title linker for entity lookups."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
-
-from rag.calculator.formulas import (  # noqa: F401 - the calculator, re-exported for its callers
-    ADAM_BYTES_PER_PARAM,
-    BYTES_PER_PARAM,
-    FORMULAS,
-    CalcResult,
-    adam_training_bytes,
-    attention_flops_per_token,
-    calculate,
-    embedding_params,
-    fmt_bytes,
-    fmt_int,
-    mlp_flops_per_token,
-    param_bytes,
-    parse_number,
-    sqrt_heuristic,
-)
 
 
 def make_langchain_retriever(retriever, k: int = 5, search_kwargs: dict | None = None):

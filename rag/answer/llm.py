@@ -57,14 +57,11 @@ def format_context(passages: list[dict], max_words: int | None = None) -> str:
 def build_messages(
     question: str,
     passages: list[dict],
-    notes: list[str] | None = None,
     max_words: int | None = None,
     short: bool = False,
 ) -> list[dict]:
-    """System rules first, then the context block, the tool notes and the question."""
+    """System rules first, then the context block and the question."""
     user = format_context(passages, max_words)
-    if notes:
-        user += "\n\nCalculator results (exact):\n" + "\n".join(notes)
     user += f"\n\nQuestion: {question}\n"
     user += "Answer in a few words, with a citation." if short else "Answer with citations."
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
@@ -89,7 +86,6 @@ class ExtractiveBackend:
         self,
         question: str,
         passages: list[dict],
-        notes: list[str] | None = None,
         sub_questions: list[str] | None = None,
         short: bool = False,
         reader=None,
@@ -102,14 +98,13 @@ class ExtractiveBackend:
         passages and the reserve (passages the grader dropped, which the rules do not read)."""
         reader = reader or self.reader
         if reader is None:
-            return self.answer(question, passages, notes, sub_questions, short), []
+            return self.answer(question, passages, sub_questions, short), []
         from rag.answer.reading import read_answer
 
         result = read_answer(
             reader,
             question,
             passages,
-            notes,
             sub_questions,
             short,
             fallback=self.sentence_answer,
@@ -139,7 +134,6 @@ class ExtractiveBackend:
         self,
         question: str,
         passages: list[dict],
-        notes: list[str] | None = None,
         sub_questions: list[str] | None = None,
         short: bool = False,
     ) -> str:
@@ -147,8 +141,8 @@ class ExtractiveBackend:
         (or the question), followed by the sentence after it when the answer is not short; then further good
         sentences up to max_sentences."""
         if self.reader is not None:
-            return self.answer_spans(question, passages, notes, sub_questions, short)[0]
-        return self.sentence_answer(question, passages, notes, sub_questions, short)
+            return self.answer_spans(question, passages, sub_questions, short)[0]
+        return self.sentence_answer(question, passages, sub_questions, short)
 
     def support_sentence(self, question: str, passages: list[dict]) -> str:
         """The sentence that best matches the question, with its [n]; "" when none shares a word with it."""
@@ -161,34 +155,29 @@ class ExtractiveBackend:
         self,
         question: str,
         passages: list[dict],
-        notes: list[str] | None = None,
         sub_questions: list[str] | None = None,
         short: bool = False,
     ) -> str:
         """The sentence-ranking answer (no reader): typed short spans, else the best sentences."""
-        if short and not notes:
+        if short:
             span = self.short_span(question, passages)
             if span:
                 return span
         picked: list[tuple[str, int]] = []
-        calc_only = bool(notes) and not sub_questions  # the calculator answers it; one source sentence suffices
         memo: dict = {}
         for target in [question] if short else sub_questions or [question]:
             for score, sent, n, following in self.ranked(target, passages, memo=memo)[:1]:
                 if score > 0 and (sent, n) not in picked:
                     picked.append((sent, n))
-                    if following and not short and not calc_only and len(sent.split()) + len(following.split()) <= 70:
+                    if following and not short and len(sent.split()) + len(following.split()) <= 70:
                         picked.append((following, n))
-        limit = 1 if short or calc_only else self.max_sentences + (1 if notes else 0)
+        limit = 1 if short else self.max_sentences
         for score, sent, n, _ in self.ranked(question, passages, sub_questions, memo):
             if len(picked) >= limit or score <= 0:
                 break
             if (sent, n) not in picked:
                 picked.append((sent, n))
-        body = " ".join(f"{sent} [{n}]" for sent, n in picked)
-        if notes:
-            body = (" ".join(notes) + (" " + body if body else "")).strip()
-        return body
+        return " ".join(f"{sent} [{n}]" for sent, n in picked)
 
     def short_span(self, question: str, passages: list[dict], tries: int = 3) -> str | None:
         """A typed span from the best sentences: a year or date for when-questions, a number for how-many,
@@ -341,11 +330,10 @@ class OpenAIBackend:
         self,
         question: str,
         passages: list[dict],
-        notes: list[str] | None = None,
         sub_questions: list[str] | None = None,
         short: bool = False,
     ) -> str:
-        return self._complete(build_messages(question, passages, notes, short=short))
+        return self._complete(build_messages(question, passages, short=short))
 
 
 class LocalBackend:
@@ -383,11 +371,10 @@ class LocalBackend:
         self,
         question: str,
         passages: list[dict],
-        notes: list[str] | None = None,
         sub_questions: list[str] | None = None,
         short: bool = False,
     ) -> str:
-        messages = build_messages(question, passages[: self.max_passages], notes, self.max_words, short=short)
+        messages = build_messages(question, passages[: self.max_passages], self.max_words, short=short)
         return self.generate(messages, max_new_tokens=24 if short else None)
 
 

@@ -228,7 +228,6 @@ class Reading:
     reader: object
     question: str
     passages: list[dict]
-    notes: list[str]
     sub_questions: list[str] | None
     short: bool
     fallback: object = None
@@ -257,18 +256,13 @@ def code_answer(r: Reading) -> ReadAnswer | None:
     text = code if r.short else (f"{intro}\n\n{code}\n\n[{p['n']}]" if intro else f"{code}\n\n[{p['n']}]")
     start = p["text"].find(code)
     spans = [{"n": p["n"], "id": p["id"], "text": code, "start": start, "end": start + len(code)}]
-    return ReadAnswer(" ".join(r.notes + [text]).strip() if r.notes else text, spans, True)
-
-
-def calculator_answer(r: Reading) -> ReadAnswer | None:
-    """The calculator's notes answer a single question, citing their source passage."""
-    return ReadAnswer(" ".join(r.notes), [], True) if r.notes and not r.sub_questions else None
+    return ReadAnswer(text, spans, True)
 
 
 def span_answer(r: Reading) -> ReadAnswer | None:
     """The reader's span for the question (or each sub-question) in its sentence, above NULL_MARGIN; a long answer
     leads with the sentence that defines what the question names and adds the best-matching support sentence."""
-    question, passages, notes, short, typed = r.question, r.passages, r.notes, r.short, r.typed
+    question, passages, short, typed = r.question, r.passages, r.short, r.typed
     targets = [question] if short or not r.sub_questions else list(r.sub_questions)
     parts, spans = [], []
     for target in targets:
@@ -288,8 +282,6 @@ def span_answer(r: Reading) -> ReadAnswer | None:
         parts.append(f"{typed['sentence']} [{typed['passage']['n']}]")
     if not parts:
         return None
-    if notes and short:
-        return ReadAnswer(" ".join(notes), spans, True)
     defined = None if short else naming_sentence(question, r.live, READ_PASSAGES)
     defined = defined or (None if short else definition_sentence(question, passages))
     if not defined and not short and not typed:
@@ -303,19 +295,14 @@ def span_answer(r: Reading) -> ReadAnswer | None:
         extra = r.support(question, r.live)
         if extra and all(re.sub(r"\s*\[\d+\]$", "", extra) not in x for x in parts):
             parts.append(extra)
-    return ReadAnswer(" ".join(notes + parts), spans, True)
+    return ReadAnswer(" ".join(parts), spans, True)
 
 
 def ranked_sentence_answer(r: Reading) -> ReadAnswer | None:
     """No span the reader is sure of: the backend's sentence-ranking answer, when a sentence shares the question's
     words."""
-    text = r.fallback(r.question, r.live, r.notes, r.sub_questions, r.short) if r.fallback and r.live else ""
+    text = r.fallback(r.question, r.live, r.sub_questions, r.short) if r.fallback and r.live else ""
     return ReadAnswer(text, [], True) if text.strip() else None
-
-
-def notes_answer(r: Reading) -> ReadAnswer | None:
-    """The calculator's notes for a multi-part question that nothing else answered."""
-    return ReadAnswer(" ".join(r.notes), [], True) if r.notes else None
 
 
 def not_found(r: Reading) -> ReadAnswer:
@@ -330,10 +317,8 @@ def not_found(r: Reading) -> ReadAnswer:
 # `AgentSettings.without` names the ones an ablation turns off (not-found always answers last).
 ANSWERERS = {
     "code": code_answer,
-    "calculator": calculator_answer,
     "span": span_answer,
     "ranked-sentence": ranked_sentence_answer,
-    "notes": notes_answer,
     "not-found": not_found,
 }
 SWITCHABLE = tuple(name for name in ANSWERERS if name != "not-found")
@@ -343,7 +328,6 @@ def read_answer(
     reader,
     question: str,
     passages: list[dict],
-    notes: list[str] | None = None,
     sub_questions: list[str] | None = None,
     short: bool = False,
     fallback=None,
@@ -352,11 +336,11 @@ def read_answer(
 ) -> ReadAnswer:
     """The answer text with [n] markers and the spans it quotes: the first of ANSWERERS that answers.
 
-    fallback(question, passages, notes, sub_questions, short) -> str: the sentence-ranking answer, used when the
+    fallback(question, passages, sub_questions, short) -> str: the sentence-ranking answer, used when the
     reader is not sure of any span (no margin above NULL_MARGIN) but a passage sentence shares the question's
     words; "not found" only when that finds nothing either.
     support(question, passages) -> str: the best-matching sentence with its [n]; a long answer adds it after the
     span's sentence when it is another sentence (the span's sentence alone often lacks the definition or figure)."""
-    r = Reading(reader, question, passages, list(notes or []), sub_questions, short, fallback, support)
+    r = Reading(reader, question, passages, sub_questions, short, fallback, support)
     asked = [fn for name, fn in ANSWERERS.items() if name == "not-found" or name not in without]
     return next(answer for answerer in asked if (answer := answerer(r)) is not None)

@@ -27,8 +27,8 @@ def eval_ablation(
     threads: int = typer.Option(1, help="torch CPU threads."),
     out: Path = typer.Option(Path("results/ablation"), "--out", help="Folder for ablation.json and report.md."),
 ):
-    """Each answer component turned off in turn (the answer step replayed on the same passages; the calculator,
-    which changes the plan, run anew), on documentation folders, the built-in sets, SQuAD and HotpotQA."""
+    """Each answer component turned off in turn (the answer step replayed on the same passages), on documentation
+    folders, the built-in sets, SQuAD and HotpotQA."""
     _eval_ablation(sets, docs or [], questions or [], builtin, limit, threads, out)
 
 

@@ -86,8 +86,6 @@ def show_step(step: dict) -> None:
         line = f"[bold cyan]analyze[/]  {step['mode']}"
         if step.get("sub_questions"):
             line += "  sub-questions: " + " | ".join(safe(q) for q in step["sub_questions"])
-        if step.get("calculator"):
-            line += f"\n         calculator: {safe(step['calculator'])}"
     elif node == "retrieve":
         line = (
             f"[bold cyan]retrieve[/] round {step['round']}: "

@@ -265,7 +265,7 @@ def eval_answers(
     without: list[str] = typer.Option(
         None,
         "--without",
-        help=f"An answer component to turn off for an ablation (repeat): calculator, {', '.join(COMPONENTS)}.",
+        help=f"An answer component to turn off for an ablation (repeat): {', '.join(COMPONENTS)}.",
     ),
     cli_sample: int = typer.Option(
         6, "--cli-sample", min=0, help="--docs: questions also timed as `rag search` and `rag ask` processes."
@@ -275,13 +275,11 @@ def eval_answers(
     """Answer EM/F1 (SQuAD reading and open-domain, HotpotQA), key facts and citations (built-in corpus); with
     --docs DIR --questions FILE, the agent on a documentation folder: key fact, right file cited, abstention,
     screen warnings, markup in answers, and the CLI's ask/search latency ratio."""
-    off = tuple(w for w in without or () if w != "calculator")
     agent = AgentSettings(  # checked below
         max_steps=max_steps,
         hop_threshold=hop_threshold,
         use_abstain=abstain,
-        use_calculator="calculator" not in (without or ()),
-        without=off,
+        without=tuple(without or ()),
     )
     if docs or questions:
         _eval_docs(

@@ -2,8 +2,7 @@
 
 Each question is asked once with every component on; the answer step is then run again on the same retrieved and
 graded passages with one component off (`run_agent(..., replay=...)`), so every variant reads exactly the same
-passages and the comparison costs one retrieval per question. The calculator changes the plan (its queries), so
-"without calculator" is a run of its own.
+passages and the comparison costs one retrieval per question.
 
 Sets (any subset):
 - docs: documentation folders with their question sets (rag.studies.docs_eval): key fact, right file cited, and
@@ -36,12 +35,11 @@ def variants(agent: AgentSettings) -> dict[str, AgentSettings]:
 
 
 def ask_all(retriever, items: list[dict], agent: AgentSettings, backend=None, progress=None, name="") -> dict:
-    """{variant: [(item, result, ms)]} for ALL, each replayed variant and "without calculator" (a run of its own)."""
+    """{variant: [(item, result, ms)]} for ALL and each replayed variant."""
     from rag.agent import run_agent
 
     replayed = variants(agent)
-    out: dict[str, list] = {ALL: [], **{k: [] for k in replayed}, "without calculator": []}
-    no_calc = replace(agent, use_calculator=False)
+    out: dict[str, list] = {ALL: [], **{k: [] for k in replayed}}
     for i, item in enumerate(items):
         t0 = time.perf_counter()
         result = run_agent(
@@ -56,9 +54,6 @@ def ask_all(retriever, items: list[dict], agent: AgentSettings, backend=None, pr
         out[ALL].append((item, result, ms))
         for label, again in zip(replayed, result["replayed"]):
             out[label].append((item, {**result, **again}, ms))
-        t0 = time.perf_counter()
-        plain = run_agent(item["question"], retriever.settings, no_calc, backend=backend, retriever=retriever)
-        out["without calculator"].append((item, plain, (time.perf_counter() - t0) * 1e3))
         if progress:
             progress(name, i + 1, len(items))
     return out
@@ -150,7 +145,7 @@ def ablate(
     result.update(answer_sets_table(sets, settings, agent, builtin_files, limit, progress, done))
     return {
         "settings": {**settings.validated().as_dict(), "max_steps": agent.max_steps, "limit": limit},
-        "components": [*COMPONENTS, "abstain", "calculator"],
+        "components": [*COMPONENTS, "abstain"],
         "sets": result,
     }
 

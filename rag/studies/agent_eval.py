@@ -120,11 +120,11 @@ def single_shot(retriever, backend, queries, k_context: int = 5, progress=None, 
             for j, h in enumerate(hits[:k_context])
         ]
         try:
-            answer = backend.answer(q.text, passages, [], None, short=True)
+            answer = backend.answer(q.text, passages, short=True)
         except Exception as exc:  # the same fallback the agent has
             from rag.answer.llm import ExtractiveBackend
 
-            answer = ExtractiveBackend().answer(q.text, passages, [], None, short=True) + f" ({type(exc).__name__})"
+            answer = ExtractiveBackend().answer(q.text, passages, short=True) + f" ({type(exc).__name__})"
         rows.append(_row(q, [h.passage.id for h in hits], answer, 1, (time.perf_counter() - t0) * 1e3))
         if progress:
             progress(name, i + 1, len(queries))

@@ -130,7 +130,7 @@ def single_shot_rows(retriever, backend, items: list[dict], short: bool, progres
             {"n": j + 1, "id": h.passage.id, "title": h.passage.title, "text": h.passage.text, "score": float(h.score)}
             for j, h in enumerate(hits[:5])
         ]
-        answer = backend.answer(item["question"], passages, [], None, short=short)
+        answer = backend.answer(item["question"], passages, short=short)
         ids = [h.passage.id for h in hits]
         cited = [passages[int(n) - 1]["id"] for n in re.findall(r"\[(\d+)\]", answer) if 0 < int(n) <= len(passages)]
         rows.append(score_row(item, answer, ids, cited or ids[:1], 1, "direct", [], (time.perf_counter() - t0) * 1e3))
@@ -341,7 +341,6 @@ def evaluate_answers(
             "max_steps": agent.max_steps,
             "hop_threshold": effective_threshold(agent.hop_threshold),
             "use_abstain": agent.use_abstain,
-            "use_calculator": agent.use_calculator,
             "without": list(agent.without),
             "squad_questions": f"{squad_limit} from the last {EVAL_ARTICLES} articles (the first {TRAIN_ARTICLES} "
             "train the reader)",

@@ -248,7 +248,6 @@ def evaluate_docs(
         **base.as_dict(),
         "max_steps": agent.max_steps,
         "use_abstain": agent.use_abstain,
-        "use_calculator": agent.use_calculator,
         "without": list(agent.without),
     }
     return {"settings": settings, "folders": folders}, per_query

@@ -56,10 +56,8 @@ class _Recorder(ExtractiveBackend):
         super().__init__(embed=embed, reader=reader, ranked_sentence=False)
         self.last: tuple[str, list[dict], str, list[dict]] | None = None
 
-    def answer_spans(
-        self, question, passages, notes=None, sub_questions=None, short=False, reader=None, reserve=None, **more
-    ):
-        text, spans = super().answer_spans(question, passages, notes, sub_questions, short, reader, reserve, **more)
+    def answer_spans(self, question, passages, sub_questions=None, short=False, reader=None, reserve=None, **more):
+        text, spans = super().answer_spans(question, passages, sub_questions, short, reader, reserve, **more)
         self.last = (question, passages, text, list(reserve or []))
         return text, spans
 

@@ -10,7 +10,9 @@ from rag.agent import run_agent
 from rag.agent.settings import AgentSettings
 from rag.config import RagError
 
-QUESTION = "What does the embedding dimension control, and how many parameters does a 50k×768 table have?"
+QUESTION = (
+    "What does the embedding dimension control, and how does the parameter count of an embedding table grow with d?"
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,18 +40,11 @@ def test_builtin_graph_run_cites_real_passages(builtin_retriever):
     assert [s["node"] for s in seen] == [s["node"] for s in result["steps"]]  # streamed as they happened
     assert seen[0]["node"] == "analyze" and seen[-1]["node"] == "answer"
     assert result["mode"] == "multi-part" and len(result["sub_questions"]) == 2
-    assert "38,400,000" in result["answer"]  # the calculator's exact figure
     check_citations(result, builtin_retriever.corpus)
-    cited_text = " ".join(builtin_retriever.corpus.passage_by_id[c["id"]].text for c in result["citations"])
-    assert "V·d" in cited_text or "V × d" in cited_text or "38,400,000" in cited_text  # the formula passage
+    assert "V·d" in result["answer"]  # the count the corpus states, V·d parameters, quoted from its passage
+    cited = {builtin_retriever.corpus.passage_by_id[c["id"]].source for c in result["citations"]}
+    assert {"embedding-parameter-count.md", "embedding-dimension.md"} <= cited  # each part's own passage
     assert {"analyze_ms", "retrieve_ms", "answer_ms", "total_ms"} <= set(result["timings"])
-
-
-def test_calculator_question_cites_the_formula(builtin_retriever):
-    result = run_agent("How much memory does a 128k×4096 table take in fp16?", retriever=builtin_retriever)
-    assert "1,048,576,000 bytes" in result["answer"]
-    check_citations(result, builtin_retriever.corpus)
-    assert any("bytes" in builtin_retriever.corpus.passage_by_id[c["id"]].text for c in result["citations"])
 
 
 def test_nothing_relevant_rewrites_then_says_so(builtin_retriever):
@@ -192,14 +187,6 @@ def test_a_short_answer_reads_no_reserve(builtin_retriever):
     assert reserve_passages(state, AgentContext(retriever=builtin_retriever, backend=None, short_answer=True), []) == []
 
 
-def test_the_calculator_is_switched_by_the_settings(builtin_retriever):
-    question = "How many parameters does a 50k x 768 embedding table have?"
-    on = run_agent(question, agent=AgentSettings(max_steps=1), retriever=builtin_retriever)
-    off = run_agent(question, agent=AgentSettings(max_steps=1, use_calculator=False), retriever=builtin_retriever)
-    assert on["steps"][0]["calculator"] and "38,400,000" in on["answer"]
-    assert off["steps"][0]["calculator"] is None
-
-
 def test_an_unknown_answer_component_is_refused_with_the_closest_name():
     with pytest.raises(RagError, match="did you mean span"):
         AgentSettings(without=("spam",)).validated()
@@ -209,5 +196,5 @@ def test_a_replayed_answer_step_with_the_same_settings_gives_the_same_answer(bui
     result = run_agent(QUESTION, retriever=builtin_retriever, replay=[AgentSettings()])
     assert result["replayed"][0]["answer"] == result["answer"]
     assert result["replayed"][0]["citations"] == result["citations"]
-    with pytest.raises(RagError, match="use_calculator"):
-        run_agent(QUESTION, retriever=builtin_retriever, replay=[AgentSettings(use_calculator=False)])
+    with pytest.raises(RagError, match="use_lookup"):
+        run_agent(QUESTION, retriever=builtin_retriever, replay=[AgentSettings(use_lookup=False)])

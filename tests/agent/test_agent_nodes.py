@@ -29,7 +29,9 @@ from rag.agent.tools import title_linker
 from rag.answer.llm import ExtractiveBackend
 from rag.data.corpus import Passage
 
-MULTI_PART = "What does the embedding dimension control, and how many parameters does a 50k×768 table have?"
+MULTI_PART = (
+    "What does the embedding dimension control, and how does the parameter count of an embedding table grow with d?"
+)
 BRIDGE_QID = "5a8c7595554299585d9e36b6"  # Kiss and Tell → Shirley Temple → Chief of Protocol
 
 
@@ -73,11 +75,10 @@ def run_nodes(ctx: AgentContext, question: str, *nodes) -> dict:
     return state
 
 
-def test_analyze_plans_parts_calculator_and_searches(builtin_ctx):
+def test_analyze_plans_parts_and_searches(builtin_ctx):
     update = analyze({"question": MULTI_PART}, builtin_ctx)
     assert update["mode"] == "multi-part" and len(update["sub_questions"]) == 2
-    assert update["calc"] and "38,400,000" in update["calc"]["text"]
-    assert update["pending"] and update["pending"][0]["tier"] == 0
+    assert update["pending"] == [{"query": q, "tier": 0} for q in update["sub_questions"]]  # each part searched
     assert update["round"] == 0 and update["hop"] == 1 and update["found"] == {} and update["lists"] == []
     step = update["steps"][0]
     assert step["node"] == "analyze" and step["queries"] == [p["query"] for p in update["pending"]]
@@ -226,10 +227,10 @@ def test_after_hop_retrieves_only_when_there_is_something_to_fetch():
     assert after_hop({"pending": [], "lookups": []}) == "answer"
 
 
-def test_answer_cites_kept_passages_and_keeps_calculator_figures(builtin_ctx):
+def test_answer_cites_kept_passages_in_order(builtin_ctx):
     state = run_nodes(builtin_ctx, MULTI_PART, analyze, retrieve, grade)
     update = answer(state, builtin_ctx)
-    assert "38,400,000" in update["answer"]
+    assert "V·d" in update["answer"]  # the parameter count as the corpus states it
     context = [i for i in ranked_ids(state) if state["found"][i]["kept"]][:MAX_CONTEXT]
     assert update["citations"] and {c["id"] for c in update["citations"]} <= set(context)
     markers = [int(n) for n in dict.fromkeys(re.findall(r"\[(\d+)\]", update["answer"]))]
@@ -240,14 +241,14 @@ def test_answer_cites_kept_passages_and_keeps_calculator_figures(builtin_ctx):
         "citations": [c["id"] for c in update["citations"]],
     }
 
-    class Vague:  # a backend whose answer leaves out the calculator's figures
+    class Vague:  # a model backend: its answer is kept as it wrote it, citations checked against the context
         name, can_judge = "vague", False
 
         def answer(self, *args, **kwargs):
             return "The table is fairly large [1]."
 
     update = answer(state, AgentContext(builtin_ctx.retriever, Vague()))
-    assert update["answer"].startswith(state["calc"]["text"]) and re.search(r"fairly large \[\d\]", update["answer"])
+    assert update["answer"] == "The table is fairly large [1]." and update["citations"][0]["id"] == context[0]
     assert update["steps"][0]["backend"] == "vague"
 
 
@@ -263,7 +264,7 @@ def test_answer_falls_back_and_says_when_nothing_was_found(builtin_ctx):
     assert update["steps"][0]["backend"] == "extractive" and update["citations"]
     assert any(w.startswith("llm backend 'broken' failed (ConnectionError: endpoint down)") for w in update["warnings"])
 
-    nothing = {**state, "found": {i: {**f, "kept": False} for i, f in state["found"].items()}, "calc": None}
+    nothing = {**state, "found": {i: {**f, "kept": False} for i, f in state["found"].items()}}
     update = answer(nothing, builtin_ctx)
     assert "no passage" in update["answer"] and "closest passage is [1]" in update["answer"]
     assert [c["id"] for c in update["citations"]] == ranked_ids(nothing)[:1]  # the closest one, never a guess

@@ -165,17 +165,6 @@ def test_one_short_local_generation():
     assert isinstance(text, str) and text.strip() and len(text.split()) <= 2, text
 
 
-def test_calculator_figures_survive_an_llm_that_drops_them(chat_server, bm25_builtin):
-    from rag.answer.llm import OpenAIBackend
-
-    server = chat_server(reply="The table is fairly large [1].")
-    backend = OpenAIBackend()  # a backend built once and passed in, as `rag eval agent` does
-    result = run_agent("How many parameters does a 50k×768 table have?", backend=backend, retriever=bm25_builtin)
-    assert server.requests and result["steps"][-1]["backend"] == "openai"
-    assert "38,400,000" in result["answer"] and "fairly large" in result["answer"]
-    assert result["citations"]
-
-
 def test_backend_names_are_declared_once():
     from rag.answer.llm import LLM_BACKENDS, check_llm, get_backend
     from rag.config import RagError

@@ -39,13 +39,6 @@ def test_the_passage_the_reader_answers_from_is_kept(builtin_retriever):
     assert "anisotrop" not in result["answer"].lower()
 
 
-def test_int8_vector_bytes_are_not_the_fp32_size(builtin_retriever):
-    result = run_agent("How many bytes does an int8 vector of d=384 take?", retriever=builtin_retriever)
-    assert result["answer"].startswith("One vector of d = 384 numbers takes int8: 384 × 1 = 384 bytes"), result[
-        "answer"
-    ]
-
-
 def test_how_to_answers_with_the_code_block_intact(tmp_path):
     from rag.retrieve import RetrievalSettings, Retriever
 

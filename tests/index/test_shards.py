@@ -240,7 +240,7 @@ def test_cli_builds_and_searches_shards_like_the_single_index(cli, local_ray):
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["shards"] == 2
     assert cli(["index", "build", "--corpus", "builtin", "--no-screen"]).exit_code == 0
-    question = "How many parameters does a 50k x 768 embedding table have?"
+    question = "How many parameters does an embedding table with vocabulary V and dimension d hold?"
     r = cli(["shards", "search", question, "--corpus", "builtin", "-k", "5", "--json"])
     assert r.exit_code == 0, r.output
     sharded = [h["id"] for h in json.loads(r.output)["hits"]]

@@ -22,7 +22,9 @@ from rag.studies.report import write_csv
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 HOSTILE = "<script>alert(1)</script> and [x](javascript:alert(1)) sit inside this zorblax passage."
-QUESTION = "What does the embedding dimension control, and how many parameters does a 50k x 768 table have?"
+QUESTION = (
+    "What does the embedding dimension control, and how does the parameter count of an embedding table grow with d?"
+)
 # SciFact nDCG@10 of MiniLM with PCA (docs/retrieval): a small study in the `rag eval retrieval` CSV layout
 STUDY = [(32, 0.453), (64, 0.540), (128, 0.611), (256, 0.637), (384, 0.645)]
 
@@ -171,10 +173,7 @@ def test_ask_streams_steps_then_the_cited_answer(site):
         text = target[0].find_element("css selector", ".text").text
         meta = target[0].find_element("css selector", ".meta").text
         assert len(text) > 40 and "score" in meta and ".md" in meta  # passage text and its source file
-    assert (
-        "50k" in driver.find_element("id", "ask-answer").text
-        or "38,400,000" in driver.find_element("id", "ask-answer").text
-    )
+    assert "V·d" in driver.find_element("id", "ask-answer").text  # the count the corpus states
     out = Path(os.environ.get("RAG_DEMO_TIMES", site["root"] / "first_step.json"))
     out.write_text(json.dumps({"first_step_ms": round(times["firstStep"]), "config_ms": round(times["config"])}))
     print(f"\npage load to first streamed step: {times['firstStep']:.0f} ms (config read at {times['config']:.0f} ms)")

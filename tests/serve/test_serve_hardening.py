@@ -141,7 +141,10 @@ def test_abandoned_streams_stop_the_agent_and_free_their_threads(inprocess_serve
     import threading
 
     url = inprocess_server()  # warmed: builtin, minilm, flat, hybrid
-    body = {"question": "How many parameters does a 50k x 768 embedding table have?", "max_steps": 8}
+    body = {
+        "question": "How many parameters does an embedding table with vocabulary V and dimension d hold?",
+        "max_steps": 8,
+    }
     stream = {"accept": "text/event-stream"}
     httpx.post(url + "/ask", json=body, headers=stream, timeout=600)  # one whole run: the threads it starts stay
     threads = threading.active_count()

@@ -9,7 +9,7 @@ import pytest
 from serve_helpers import inprocess_server  # noqa: F401  (a fixture)
 
 KEY = "test-key-0123456789abcdef"
-QUESTION = "How many parameters does a 50k x 768 embedding table have?"
+QUESTION = "How many parameters does an embedding table with vocabulary V and dimension d hold?"
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def test_openai_client_lists_models_and_answers(served):
         messages=[{"role": "system", "content": "be brief"}, {"role": "user", "content": QUESTION}],
     )
     text = reply.choices[0].message.content
-    assert "38,400,000" in text and "Sources:" in text and "[1]" in text
+    assert "V·d" in text and "Sources:" in text and "[1]" in text
     assert reply.choices[0].finish_reason == "stop"
 
 
@@ -43,7 +43,7 @@ def test_openai_client_streams_steps_then_the_answer(served):
     steps = [t for t in thinking if t]
     assert [s.split(":")[0] for s in steps][:3] == ["analyze", "retrieve", "grade"]
     answer = "".join(d.content or "" for d in deltas)
-    assert "38,400,000" in answer and "Sources:" in answer
+    assert "V·d" in answer and "Sources:" in answer
     assert chunks[-1].choices[0].finish_reason == "stop"
 
 

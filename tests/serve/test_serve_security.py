@@ -14,7 +14,7 @@ import pytest
 from conftest import wait_until
 from serve_helpers import inprocess_server  # noqa: F401  (a fixture)
 
-Q = "How many parameters does a 50k x 768 embedding table have?"
+Q = "How many parameters does an embedding table with vocabulary V and dimension d hold?"
 KEY = "k" * 20 + "-secret-for-tests"
 
 

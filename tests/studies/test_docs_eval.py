@@ -140,7 +140,7 @@ def test_the_ablation_replays_each_component_off_on_a_small_folder(tmp_path):
     )
     assert ran.exit_code == 0, ran.output
     table = json.loads((out / "ablation.json").read_text())["sets"]["docs"]
-    assert {"all on", "without code", "without span", "without abstain", "without calculator"} <= set(table)
+    assert {"all on", "without code", "without span", "without abstain"} <= set(table)
     assert table["all on"]["key_fact"] == 1.0 and table["all on"]["n"] == 1
     assert "| without code |" in (out / "report.md").read_text()
     bad = runner.invoke(app, ["eval", "ablation", "--set", "docs"])

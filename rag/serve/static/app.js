@@ -124,7 +124,7 @@ const describe = (r) => [r.encoder, r.dim ? `d=${r.dim}` : null, r.index, r.redu
 function stepSummary(s) {
   const titles = (hits) => (hits || []).slice(0, 3).map((h) => h.title).join("; ");
   switch (s.node) {
-    case "analyze": return `${s.mode} question; queries: ${(s.queries || []).join(" | ")}${s.calculator ? `; calculator: ${s.calculator}` : ""}`;
+    case "analyze": return `${s.mode} question; queries: ${(s.queries || []).join(" | ")}`;
     case "retrieve": return `round ${s.round}: ${s.new} new passages; top: ${titles(s.hits)}`;
     case "grade": return `kept ${(s.kept || []).length}, dropped ${s.dropped} (judged by ${s.judged_by})`;
     case "rewrite": return `new query: ${s.query} (${s.reason})`;
