@@ -127,6 +127,20 @@ def at_best_lr(rows: list[dict]) -> list[dict]:
     return out
 
 
+def at_most_seeded(rows: list[dict]) -> list[dict]:
+    """Each (budget, d) at the LR factor it was run with the most seeds (ties: the lowest mean validation bpb), with
+    every seed run at it: where a scan's one lucky seed sets at_best_lr, this is the LR the seeds compare widths at."""
+    out = []
+    for budget, d in sorted({(r["budget"], r["dim"]) for r in rows}):
+        mine = [r for r in rows if r["budget"] == budget and r["dim"] == d]
+        by_factor: dict[float, list[float]] = {}
+        for r in mine:
+            by_factor.setdefault(r["factor"], []).append(r["val_bpb"])
+        chosen = min(by_factor, key=lambda f: (-len(by_factor[f]), sum(by_factor[f]) / len(by_factor[f])))
+        out += [r for r in mine if r["factor"] == chosen]
+    return out
+
+
 def grid_fits(rows: list[dict]) -> dict:
     """Per budget: parabola fits of validation and test bits per byte against ln d (one LR factor per (budget, d):
     pass at_rule(rows) or at_best_lr(rows); several seeds averaged, their spread as weights) over the best measured

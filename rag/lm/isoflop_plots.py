@@ -262,6 +262,10 @@ def summary_md(data: dict, out: Path | None = None) -> str:
     )
     lines += seed_section(data.get("seed_comparison") or [], "at the LR rule")
     lines += seed_section(data.get("seed_comparison_best_lr") or [], "at each width's best LR")
+    if data.get("seed_comparison_most_seeded_lr") != data.get("seed_comparison_best_lr"):
+        lines += seed_section(
+            data.get("seed_comparison_most_seeded_lr") or [], "at the LR each width was run with the most seeds"
+        )
     if data.get("lr_check"):
         lines += [
             "",

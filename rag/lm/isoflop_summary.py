@@ -7,7 +7,7 @@ import csv
 import json
 from pathlib import Path
 
-from rag.lm.isoflop_fit import at_best_lr, at_rule, grid_fits, lr_table, seed_comparison
+from rag.lm.isoflop_fit import at_best_lr, at_most_seeded, at_rule, grid_fits, lr_table, seed_comparison
 
 
 def collect(out: str | Path) -> list[dict]:
@@ -117,6 +117,7 @@ def summarize(out: str | Path, baselines: dict | None = None) -> dict:
         "baselines": baselines,
         "seed_comparison": seed_comparison(at_rule(rows)),
         "seed_comparison_best_lr": seed_comparison(at_best_lr(rows)) if scanned else [],
+        "seed_comparison_most_seeded_lr": seed_comparison(at_most_seeded(rows)) if scanned else [],
         "wall_s_total": round(sum(r["wall_s"] or 0 for r in rows), 1),
     }
     (out / "isoflop.json").write_text(json.dumps(data, indent=1))

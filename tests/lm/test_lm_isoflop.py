@@ -110,6 +110,24 @@ def test_the_best_lr_fit_takes_each_width_at_its_scanned_optimum_with_every_seed
     assert not lr_table([row(96, 4.0, 1, 2.1), row(96, 4.0, 2, 2.2)])  # one LR, however many seeds, is not a scan
 
 
+def test_seeds_compare_widths_at_the_lr_each_was_run_with_the_most_seeds():
+    """A one-seed scan point that beats the seeded LR's mean sets at_best_lr; at_most_seeded keeps the seeded LR, so
+    the Welch comparison has seeds on both sides."""
+    from rag.lm.isoflop_fit import at_best_lr, at_most_seeded, seed_comparison
+
+    def row(d, factor, seed, val):
+        return {"budget": 1e12, "dim": d, "factor": factor, "seed": seed, "val_bpb": val, "test_bpb": val}
+
+    rows = [row(8, 4.0, 1, 2.30), row(8, 8.0, 1, 2.31), row(8, 8.0, 2, 2.32), row(8, 8.0, 3, 2.33)]
+    rows += [row(4, f, 1, 2.44) for f in (4.0, 8.0)] + [row(4, 4.0, s, 2.46 + 0.01 * s) for s in (2, 3)]
+    assert {(r["dim"], r["factor"]) for r in at_best_lr(rows)} == {(8, 4.0), (4, 8.0)}
+    seeded = at_most_seeded(rows)
+    assert {(r["dim"], r["factor"]) for r in seeded} == {(8, 8.0), (4, 4.0)} and len(seeded) == 6
+    assert seed_comparison(at_best_lr(rows)) == []  # one seed a side: nothing to test
+    (c,) = seed_comparison(seeded)
+    assert (c["best_dim"], c["dim"]) == (8, 4) and c["val"]["n"] == c["val"]["n_best"] == 3 and c["val"]["p"] < 0.05
+
+
 @pytest.mark.slow
 def test_tiny_isoflop_grid_end_to_end(cli, corpus, tmp_path):
     """2 budgets x 3 d: every run, the fits, the baselines, the plots and the provenance; resume; refusals."""
