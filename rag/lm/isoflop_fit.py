@@ -112,33 +112,35 @@ def at_rule(rows: list[dict]) -> list[dict]:
     return [r for r in rows if r["factor"] == 1.0]
 
 
-def at_best_lr(rows: list[dict]) -> list[dict]:
-    """Each (budget, d) at its best LR factor, with every seed run at it: the factor whose runs score the lowest mean
-    validation bpb (a scan runs one seed per factor; a factor run with more seeds is judged by their mean, so one
-    lucky seed at the edge of stability does not choose it)."""
+def at_chosen_lr(rows: list[dict], choose) -> list[dict]:
+    """Each (budget, d) at the LR factor choose({factor: [validation bpb of each seed run at it]}) picks, with every
+    seed run at it."""
     out = []
     for budget, d in sorted({(r["budget"], r["dim"]) for r in rows}):
         mine = [r for r in rows if r["budget"] == budget and r["dim"] == d]
         by_factor: dict[float, list[float]] = {}
         for r in mine:
             by_factor.setdefault(r["factor"], []).append(r["val_bpb"])
-        best = min(by_factor, key=lambda f: sum(by_factor[f]) / len(by_factor[f]))
-        out += [r for r in mine if r["factor"] == best]
+        chosen = choose(by_factor)
+        out += [r for r in mine if r["factor"] == chosen]
     return out
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def at_best_lr(rows: list[dict]) -> list[dict]:
+    """Each (budget, d) at its best LR factor, with every seed run at it: the factor whose runs score the lowest mean
+    validation bpb (a scan runs one seed per factor; a factor run with more seeds is judged by their mean, so one
+    lucky seed at the edge of stability does not choose it)."""
+    return at_chosen_lr(rows, lambda runs: min(runs, key=lambda f: _mean(runs[f])))
 
 
 def at_most_seeded(rows: list[dict]) -> list[dict]:
     """Each (budget, d) at the LR factor it was run with the most seeds (ties: the lowest mean validation bpb), with
     every seed run at it: where a scan's one lucky seed sets at_best_lr, this is the LR the seeds compare widths at."""
-    out = []
-    for budget, d in sorted({(r["budget"], r["dim"]) for r in rows}):
-        mine = [r for r in rows if r["budget"] == budget and r["dim"] == d]
-        by_factor: dict[float, list[float]] = {}
-        for r in mine:
-            by_factor.setdefault(r["factor"], []).append(r["val_bpb"])
-        chosen = min(by_factor, key=lambda f: (-len(by_factor[f]), sum(by_factor[f]) / len(by_factor[f])))
-        out += [r for r in mine if r["factor"] == chosen]
-    return out
+    return at_chosen_lr(rows, lambda runs: min(runs, key=lambda f: (-len(runs[f]), _mean(runs[f]))))
 
 
 def grid_fits(rows: list[dict]) -> dict:
