@@ -215,7 +215,8 @@ def features(question: str, cands: list[Candidate], cosines: np.ndarray, answer:
 
 
 class VectorCache:
-    """MiniLM vectors of the texts asked for, the last CACHE_SENTENCES of them kept; safe across threads."""
+    """MiniLM vectors of the texts asked for, each encoded alone (so the same for every caller), the last
+    CACHE_SENTENCES of them kept; safe across threads."""
 
     def __init__(self, size: int = CACHE_SENTENCES):
         self.size = size
@@ -231,7 +232,12 @@ class VectorCache:
                 self.vectors.move_to_end(t)
         need = [t for t in dict.fromkeys(texts) if t not in have]
         if need:
-            have.update(zip(need, np.asarray(minilm_query_encoder().encode(need), dtype=np.float32)))
+            # one text a call: the int8 query model quantizes a call's activations with one scale, so a text encoded
+            # in a batch gets a vector that depends on the rest of the batch (cosine 0.98-0.99 to its own), and a
+            # cached sentence would depend on which question first asked for it; alone it is the same every time,
+            # and on this CPU no slower than a padded batch
+            encoder = minilm_query_encoder()
+            have.update((t, np.asarray(encoder.encode([t]), dtype=np.float32)[0]) for t in need)
             with self.lock:
                 for t in need:
                     self.vectors[t] = have[t]

@@ -62,8 +62,18 @@ def test_the_vector_cache_is_bounded_and_returns_what_the_encoder_gives():
     texts = ["alpha beta", "gamma delta", "alpha beta", "epsilon", "zeta eta", "theta"]
     got = cache(texts)
     assert got.shape == (6, 384) and len(cache.vectors) == 3
-    assert np.allclose(got, np.asarray(minilm_query_encoder().encode(texts), dtype=np.float32), atol=1e-5)
+    alone = np.stack([np.asarray(minilm_query_encoder().encode([t]), dtype=np.float32)[0] for t in texts])
+    assert np.allclose(got, alone, atol=1e-5)
     assert np.allclose(cache(["theta"])[0], got[5])
+
+
+def test_a_sentence_vector_does_not_depend_on_the_texts_asked_for_with_it():
+    """Each text is encoded alone: whichever question first asks for a sentence, it gets the same vector."""
+    sentence = "To do this, you simply set that key's value to None in the method-level parameter."
+    others = ["Short.", "A much longer sentence about sessions, cookies, headers and transport adapters " * 3]
+    first = sr.VectorCache()([sentence])[0]
+    with_others = sr.VectorCache()([*others, sentence])[-1]
+    assert np.allclose(first, with_others, atol=1e-6)
 
 
 def test_features_read_what_they_name():
