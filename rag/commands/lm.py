@@ -325,6 +325,9 @@ def converge_report_cmd(
         return print_json(report)
     for line in report["lines"]:
         console.print(line)
+    if report["scan_table"]:
+        console.print("dropout and weight decay scanned (the lowest best validation bits per byte is chosen):")
+        console.print(report["scan_table"], markup=False, highlight=False)
     console.print(f"written: {report['json']}, {report['plot']}")
 
 

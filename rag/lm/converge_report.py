@@ -4,6 +4,10 @@ on the whole test split (the same targets and bytes: checked), and the plot of t
 
 The crossing is reported twice: at the first validation point below the line (an upper bound on the FLOPs needed,
 the figure a run can show), and interpolated linearly in log FLOPs between that point and the one before it.
+
+A width whose dropout and weight decay were scanned keeps every run of its scan in scan/ (d<D>-dropout<X>-wd<Y>.json,
+the same epoch cap and schedule); the run with the lowest best validation bits per byte is the width's row in the
+table, its crossings and the plot (the test split chooses nothing).
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ from pathlib import Path
 from rag.config import RagError
 
 PLOT = "test_bpb_vs_flops.png"
+SCAN = "scan"  # the per-width regularisation scans: scan/d<D>-dropout<X>-wd<Y>.json
 KN_STYLE = {"kn3": "--", "kn4": "-."}
 
 
-def load_summaries(folder: str | Path, unfinished: bool = False) -> list[dict]:
+def load_summaries(folder: str | Path, unfinished: bool = False, allow_empty: bool = False) -> list[dict]:
     """The per-width summaries (d<D>.json, or d<D>/summary.json of a run folder), smallest d first; with unfinished,
     also run folders still training (summarised from their curve, marked finished: False)."""
     from rag.lm.converge import summarize_unfinished
@@ -32,7 +37,7 @@ def load_summaries(folder: str | Path, unfinished: bool = False) -> list[dict]:
             for run in sorted(folder.glob("d*"))
             if run.is_dir() and not (run / "summary.json").exists() and (run / "ckpt").exists()
         ]
-    if not files and not running:
+    if not files and not running and not allow_empty:
         raise RagError(
             f"no to-convergence summaries in {folder} (expected d<D>.json or d<D>/summary.json); "
             "run rag lm sweep --to-convergence first"
@@ -44,6 +49,52 @@ def load_summaries(folder: str | Path, unfinished: bool = False) -> list[dict]:
         except ValueError as exc:
             raise RagError(f"{f} is not valid JSON ({exc}); restore it from git or rerun the width") from exc
     return sorted(rows + running, key=lambda s: s["dim"])
+
+
+def load_scans(folder: str | Path) -> dict[int, list[dict]]:
+    """Each scanned width's runs (folder/scan/d*.json), by dropout then weight decay; {} when nothing was scanned."""
+    by_dim: dict[int, list[dict]] = {}
+    for f in sorted((Path(folder) / SCAN).glob("d*.json")):
+        try:
+            run = json.loads(f.read_text())
+        except ValueError as exc:
+            raise RagError(f"{f} is not valid JSON ({exc}); restore it from git or rerun that setting") from exc
+        by_dim.setdefault(run["dim"], []).append(run)
+    return {d: sorted(runs, key=lambda s: (s["dropout"], s["weight_decay"])) for d, runs in sorted(by_dim.items())}
+
+
+def chosen(runs: list[dict]) -> dict:
+    """The scan's choice: the lowest best validation bits per byte."""
+    return min(runs, key=lambda s: s["best_val_bpb"])
+
+
+def with_scans(summaries: list[dict], scans: dict[int, list[dict]]) -> list[dict]:
+    """The summaries with each scanned width's chosen run; a width with both a summary and a scan is refused."""
+    both = sorted({s["dim"] for s in summaries} & set(scans))
+    if both:
+        raise RagError(
+            f"d={both[0]} has both d{both[0]}.json and runs in {SCAN}/: keep its runs in {SCAN}/ only "
+            "(the scan's choice becomes the width's row)"
+        )
+    return sorted(summaries + [chosen(runs) for runs in scans.values()], key=lambda s: s["dim"])
+
+
+def scan_table(scans: dict[int, list[dict]]) -> str:
+    """One row per scanned setting; the chosen one in bold."""
+    head = (
+        "| d | dropout | weight decay | best val bits/byte | test bits/byte | peak epoch | chosen |\n"
+        "|---|---|---|---|---|---|---|\n"
+    )
+    rows = []
+    for runs in scans.values():
+        pick = chosen(runs)
+        for s in runs:
+            mark = "**yes**" if s is pick else ""
+            rows.append(
+                f"| {s['dim']} | {s['dropout']:g} | {s['weight_decay']:g} | {s['best_val_bpb']:.3f} | "
+                f"{s['test_bpb']:.3f} | {s['peak_epoch']:g} of {s['max_epochs']:g} | {mark} |"
+            )
+    return head + "\n".join(rows) + "\n"
 
 
 def load_kn(path: str | Path, summaries: list[dict]) -> dict:
@@ -154,7 +205,8 @@ def table(summaries: list[dict], kn: dict) -> str:
 
 
 def write_converge_report(results: str | Path, kn_path: str | Path, out: str | Path, unfinished: bool = False) -> dict:
-    summaries = load_summaries(results, unfinished)
+    scans = load_scans(results)
+    summaries = with_scans(load_summaries(results, unfinished, allow_empty=bool(scans)), scans)
     kn = load_kn(kn_path, summaries)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -173,8 +225,21 @@ def write_converge_report(results: str | Path, kn_path: str | Path, out: str | P
         "test_bytes": kn["bytes"]["test"],
         "crossings": rows,
         "unfinished": [s["dim"] for s in summaries if not s.get("finished", True)],
+        "scans": {
+            str(d): [
+                {k: r[k] for k in ("dropout", "weight_decay", "best_val_bpb", "test_bpb", "peak_epoch")} for r in runs
+            ]
+            for d, runs in scans.items()
+        },
     }
     json_path = out / "crossings.json"
     json_path.write_text(json.dumps(data, indent=1) + "\n")
     plot_path = plot(summaries, kn, out / PLOT)
-    return {**data, "lines": lines, "table": table(summaries, kn), "json": str(json_path), "plot": str(plot_path)}
+    return {
+        **data,
+        "lines": lines,
+        "table": table(summaries, kn),
+        "scan_table": scan_table(scans) if scans else "",
+        "json": str(json_path),
+        "plot": str(plot_path),
+    }

@@ -198,6 +198,22 @@ def test_converge_report_finds_the_kn_crossings_and_draws_the_plot(cli, corpus, 
     line = error_line(cli(["lm", "converge-report", "--results", out, "--kn", tmp_path / "kn_other.json"]))
     assert "not the same targets" in line
 
+    # a width's dropout / weight-decay scan: the run with the lower best validation is its row; the test split
+    # chooses nothing (the other run's better test figure is ignored), and a width with a summary too is refused
+    summary = json.loads((out / "d16" / "summary.json").read_text())
+    (out / "scan").mkdir()
+    worse = {**summary, "dropout": 0.3, "best_val_bpb": summary["best_val_bpb"] + 0.1, "test_bpb": 0.5}
+    (out / "scan" / "d16-dropout0.3-wd0.1.json").write_text(json.dumps(worse))
+    line = error_line(cli(["lm", "converge-report", "--results", out, "--kn", tmp_path / "kn.json"]))
+    assert "d=16 has both" in line
+    shutil.move(out / "d16" / "summary.json", out / "scan" / "d16-chosen.json")
+    res = cli(["lm", "converge-report", "--results", out, "--kn", tmp_path / "kn.json", "--json"])
+    assert res.exit_code == 0, res.output
+    scanned = json.loads(res.output)
+    assert scanned["crossings"][0]["best_test_bpb"] == data["crossings"][0]["best_test_bpb"] != 0.5
+    assert [r["dropout"] for r in scanned["scans"]["16"]] == sorted([summary["dropout"], 0.3])
+    assert scanned["scan_table"].count("**yes**") == 1
+
 
 def test_the_pruned_grid_summaries_in_docs_redraw_without_their_run_folders(tmp_path):
     from pathlib import Path
