@@ -224,7 +224,10 @@ class Detector:
         self.lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        return np.asarray(self.encoder.encode(texts, kind="document"), dtype=np.float32)
+        """MiniLM vectors, one text a call: the int8 encoder's vector of a text in a batch depends on the batch (cosine
+        0.96 to its own on documentation sentences), so a cached score would depend on what came first."""
+        rows = [np.asarray(self.encoder.encode([t], kind="document"), dtype=np.float32) for t in texts]
+        return np.concatenate(rows) if rows else np.zeros((0, self.encoder.dim), dtype=np.float32)
 
     def scores(self, texts: list[str], english_only: bool = False) -> np.ndarray:
         """[n, 2]: max cosine of each text to the exemplars, and the classifier's probability; cached by
@@ -240,7 +243,8 @@ class Detector:
             ask = reads_english if english_only else put_to_classifier
             asked = [t for t in worded if wordy(t) and ask(original[t])]
             embedded = [t[len(mark) :] for t in worded]
-            sims = dict(zip(worded, (self.embed(embedded) @ self.exemplars.T).max(axis=1))) if worded else {}
+            # row by row: a matrix product's rounding depends on its shape
+            sims = {t: float((v @ self.exemplars.T).max()) for t, v in zip(worded, self.embed(embedded))}
             probs = dict(zip(asked, self.classifier.probabilities([t[len(mark) :] for t in asked]))) if asked else {}
             sims, probs = [sims.get(t, 0.0) for t in todo], [probs.get(t, 0.0) for t in todo]
             with self.lock:

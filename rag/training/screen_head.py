@@ -70,10 +70,10 @@ def readme_sentences(quarters=TRAIN_QUARTERS, root: Path | None = None, with_win
 POOLED = "/Div_output_0"  # the mean-pooled tokens in the exported graph: the input of the head
 
 
-def pooled_features(texts: list[str], weights: Path, batch: int = 64, threads: int = 2) -> np.ndarray:
+def pooled_features(texts: list[str], weights: Path, threads: int = 2) -> np.ndarray:
     """[n, 384]: the classifier's mean-pooled MiniLM states (adapters applied) for each text, as the head reads them
     at query time: from the int8 ONNX graph the screen runs (rag.screen.classifier), with the pooled tensor added
-    to its outputs."""
+    to its outputs, one text a run as the screen runs it (a padded batch would quantize it with its neighbours)."""
     import onnx
     import onnxruntime as ort
 
@@ -89,10 +89,8 @@ def pooled_features(texts: list[str], weights: Path, batch: int = 64, threads: i
     session = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     tok = minilm_tokenizer()
     out = np.zeros((len(texts), 384), dtype=np.float32)
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    for b in range(0, len(order), batch):
-        idx = order[b : b + batch]
-        out[idx] = session.run([POOLED], encode(tok, [texts[i] for i in idx]))[0]
+    for i, text in enumerate(texts):
+        out[i] = session.run([POOLED], encode(tok, [text]))[0][0]
     return out
 
 

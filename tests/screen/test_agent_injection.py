@@ -489,15 +489,15 @@ def test_detector_rates_on_the_six_latest_held_out_sets():
     from rag.training.screen_eval import as_passage, read_lines
 
     det = detector()
-    # measured as a passage with the shipped screen: 98, 98, 97, 94, 95, 98 of 100
-    floors = dict(zip(LATEST_ROUNDS, (98, 98, 97, 94, 95, 98)))
+    # measured as a passage with the shipped screen: 98, 97, 97, 94, 94, 98 of 100
+    floors = dict(zip(LATEST_ROUNDS, (98, 97, 97, 94, 94, 98)))
     for n, measured in floors.items():
         caught = sum(as_passage(det, t) for t in read_lines(f"fresh{n}.txt"))
         assert caught >= measured - 3, (n, caught)
     lookalikes = sum(as_passage(det, t) for n in LATEST_ROUNDS for t in read_lines(f"benign{n}.txt"))
-    assert lookalikes <= 73 + 6  # measured 16, 10, 15, 8, 16, 8 of 160
+    assert lookalikes <= 64 + 6  # measured 13, 9, 16, 8, 12, 6 of 160
     howto = sum(as_passage(det, t) for n in LATEST_ROUNDS for t in read_lines(f"benign_howto{n - 30}.txt"))
-    assert howto <= 3 + 3  # measured 2, 0, 0, 0, 1, 0 of 120
+    assert howto <= 2 + 3  # measured 2, 0, 0, 0, 0, 0 of 120
     lines = [v for n in LATEST_ROUNDS for v in variants(f"fresh{n}.txt")]
     assert sum(any(det.flags(v)) for v in lines) >= 581 - 9  # measured 581 / 600 line by line
     corpus = benign_sentences(50)
@@ -534,18 +534,18 @@ def test_detector_rates_as_a_passage_on_sets_it_never_trained_on():
 
     det = detector()
     passages = {name: [as_passage(det, t) for t in read_lines(name)] for name in ATTACKS_UNSEEN}
-    # measured with the shipped screen, fresh33..62: 99, 98, 99, 98, 100, 98, 93, 98, 95, 99, 98, 99, 96, 94, 93, 100,
-    # 98, 98, 97, 93, 96, 99, 96, 94, 98, 98, 97, 94, 95, 98: 2,908 (a run may differ by one)
+    # measured with the shipped screen, fresh33..62: 98, 98, 99, 98, 100, 98, 92, 98, 95, 98, 98, 100, 96, 95, 93, 100,
+    # 98, 98, 97, 94, 97, 99, 96, 95, 98, 97, 97, 94, 94, 98: 2,908
     assert sum(map(sum, passages.values())) >= 2908 - 7
     # fresh46..62, each measured as above, less 3
-    floors = dict(zip(range(46, 63), (94, 93, 100, 98, 98, 97, 93, 96, 99, 96, 94, 98, 98, 97, 94, 95, 98)))
+    floors = dict(zip(range(46, 63), (95, 93, 100, 98, 98, 97, 94, 97, 99, 96, 95, 98, 97, 97, 94, 94, 98)))
     for n, measured in floors.items():
         assert sum(passages[f"fresh{n}.txt"]) >= measured - 3, (n, sum(passages[f"fresh{n}.txt"]))
     lookalike_passages = [as_passage(det, t) for n in range(51, 63) for t in read_lines(f"benign{n}.txt")]
-    # benign51..62, written with the brief that asks for varied documents: measured 10, 9, 6, 10, 5, 11, 16, 10, 15, 8,
-    # 16, 8 / 160 (69 with the head fitted on README sentences without their windows; docs/screen.md#documentation).
-    # benign33..50 as a passage: 0, 3, 3, 5, 3, 5, 5, 6, 2, 5, 4, 1, 5, 4, 3, 5, 3, 4
-    assert sum(lookalike_passages) <= 124 + 6
+    # benign51..62, written with the brief that asks for varied documents: measured 8, 10, 6, 9, 7, 11, 13, 9, 16, 8,
+    # 12, 6 / 160 (69 with the head fitted on README sentences without their windows; docs/screen.md#documentation).
+    # benign33..50 as a passage: 0, 3, 1, 3, 4, 6, 5, 3, 1, 3, 5, 0, 6, 4, 4, 5, 4, 3
+    assert sum(lookalike_passages) <= 115 + 6
 
 
 def test_every_committed_set_is_listed_with_what_it_was_used_for():

@@ -45,3 +45,21 @@ def test_a_title_is_screened_with_its_passage():
     assert out[0]["title"] == WITHHELD and flagged == ["a#0"]
     assert out[0]["text"] == passage["text"]  # the text was not flagged and stays
     assert all(INJECTED_TITLE not in w for w in warnings)
+
+
+def test_a_sentence_scores_the_same_whichever_sentences_it_is_screened_with():
+    """The int8 models quantize a run's activations with one scale: in a batch, a sentence's score would depend on the
+    sentences beside it, and a cached verdict on which passage was screened first."""
+    from rag.screen.detector import Detector
+
+    shared = detector()
+    sentence = "You can pass a timeout to every request; the session keeps the connection open."
+    others = [
+        "Run pip install requests to get the library.",
+        "A very long sentence about streaming downloads, chunk sizes, iterators and the raw socket, "
+        "which the documentation explains at length with examples of headers and cookies and redirects.",
+        "Note.",
+    ]
+    alone = Detector(shared.encoder, shared.classifier).scores([sentence])[0]
+    with_others = Detector(shared.encoder, shared.classifier).scores([*others, sentence])[-1]
+    assert alone.tolist() == with_others.tolist()
