@@ -327,7 +327,7 @@ def converge_report_cmd(
         console.print(line)
     if report["scan_table"]:
         console.print("dropout and weight decay scanned (the lowest best validation bits per byte is chosen):")
-        console.print(report["scan_table"], markup=False, highlight=False)
+        console.print(report["scan_table"], markup=False, highlight=False, soft_wrap=True)
     console.print(f"written: {report['json']}, {report['plot']}")
 
 
