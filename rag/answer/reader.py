@@ -5,7 +5,8 @@
   (rag.training.reader_fit) and query time use this same function, so the two never disagree on a window.
 - The trained weights (rag/models/reader_weights.npz, low-rank adapters over the packaged MiniLM plus the span
   head; `rag train reader` re-trains them) are merged into MiniLM and exported once to ONNX in RAG_CACHE_DIR,
-  with a sha256 beside it, like rag.encoders.onnx does for the query encoder. Only that export imports torch.
+  with a sha256 beside it, like rag.encoders.onnx does for the query encoder (an int8 variant is quantized from
+  it when asked for: INT8). Only that export imports torch.
 - `Reader.read(question, passages)` returns every passage's best span, scored (start logit + end logit), and
   the null score ([CLS]: "the answer is not in this window"). A span whose score does not beat its window's
   null score by NULL_MARGIN is no answer: the agent then says "not found in the passages".
@@ -34,6 +35,12 @@ NULL_MARGIN = 0.0  # a span must beat its window's [CLS] score by this much to c
 WEIGHTS = model_file("reader_weights.npz")
 WEIGHTS_INFO = model_file("reader_weights.json")  # sha256, training command and figures
 CLS, SEP = 101, 102
+# Query time runs one window a run, in fp32. Measured by scripts/reader_speed.py (docs/agent/answers/reader_speed.json):
+# one window a run needs no padding and is faster than a padded batch in either precision, and it keeps a window's
+# logits independent of the windows read beside it, so a cached window and a fresh one agree. The int8 model is
+# faster again, but on the documentation benchmark it cost one key fact in each folder for an ask/search ratio
+# 0.4-0.55 lower (docs_reader_int8.results.json), so it is not the default.
+INT8 = False
 
 
 @dataclass
@@ -130,8 +137,9 @@ def reader_onnx_file(weights: Path = WEIGHTS) -> Path:
     return onnx_file("reader", weights, "rag train reader")
 
 
-def load_session(weights: Path = WEIGHTS, threads: int | None = None):
-    """An ONNX Runtime session for the reader, exporting it first when the cache lacks it (or fails its sha256)."""
+def load_session(weights: Path = WEIGHTS, threads: int | None = None, int8: bool = INT8):
+    """An ONNX Runtime session for the reader, exporting it first when the cache lacks it (or fails its sha256);
+    int8: the dynamically quantized model (see INT8)."""
     from rag.models.onnx_sessions import load_session as cached_session
 
     def export(source: Path, target: Path) -> None:
@@ -139,7 +147,7 @@ def load_session(weights: Path = WEIGHTS, threads: int | None = None):
 
         export_reader(source, target)
 
-    return cached_session("reader", weights, export, "rag train reader", threads)
+    return cached_session("reader", weights, export, "rag train reader", threads, int8=int8)
 
 
 LOGITS_CACHE = 256  # windows whose logits a Reader keeps (under 5 MB with their keys)
@@ -148,10 +156,9 @@ LOGITS_CACHE = 256  # windows whose logits a Reader keeps (under 5 MB with their
 class Reader:
     """Reads passages for a question and returns the best span in each (see the module doc)."""
 
-    def __init__(self, weights: Path = WEIGHTS, threads: int | None = None, batch: int = 16):
+    def __init__(self, weights: Path = WEIGHTS, threads: int | None = None, int8: bool = INT8):
         self.tok = minilm_tokenizer()
-        self.session = load_session(weights, threads)
-        self.batch = batch
+        self.session = load_session(weights, threads, int8)
         self.cache: OrderedDict[tuple, tuple[np.ndarray, np.ndarray]] = OrderedDict()  # the agent's grade and answer
         self.lock = threading.Lock()  # steps read the same (question, passage) windows: the second read is a lookup
 
@@ -160,13 +167,10 @@ class Reader:
         keys = [(tuple(w.input_ids), tuple(w.token_type_ids)) for w in windows]
         with self.lock:
             res = {i: self.cache[k] for i, k in enumerate(keys) if k in self.cache}
-        todo = sorted((i for i in range(len(windows)) if i not in res), key=lambda i: len(windows[i].input_ids))
-        for b in range(0, len(todo), self.batch):
-            chunk = todo[b : b + self.batch]
-            start, end = self.session.run(None, pad_batch([windows[i] for i in chunk]))
-            for r, i in enumerate(chunk):
-                n = len(windows[i].input_ids)
-                res[i] = (start[r, :n], end[r, :n])
+        todo = [i for i in range(len(windows)) if i not in res]
+        for i in todo:  # one window a run (see INT8)
+            start, end = self.session.run(None, pad_batch([windows[i]]))
+            res[i] = (start[0], end[0])
         with self.lock:
             for i in todo:
                 self.cache[keys[i]] = res[i]

@@ -1,5 +1,7 @@
 """The two fine-tuned MiniLM models (the span reader, the injection classifier) give the same numbers through the
-ONNX export that query time runs as through their torch models, and their committed weights match their checksums."""
+ONNX export as through their torch models (read a window a run, as query time reads, or in a padded batch), their
+int8 variants stay close to them (the reader's picks the same spans), and their committed weights match their
+checksums."""
 
 from __future__ import annotations
 
@@ -41,10 +43,23 @@ def test_reader_onnx_equals_torch():
     batch = reader.pad_batch(reader.featurize(minilm_tokenizer(), QUESTION, TEXTS))
     with torch.no_grad():
         expected = model(**{k: torch.from_numpy(v) for k, v in batch.items()})
-    got = reader.get_reader(reader.WEIGHTS).session.run(None, batch)
+    live = batch["attention_mask"] == 1  # padded positions hold a large negative either way
+    got = reader.Reader(int8=False).session.run(None, batch)
     for e, g in zip(expected, got):
-        live = batch["attention_mask"] == 1  # padded positions hold a large negative either way
         np.testing.assert_allclose(g[live], e.numpy()[live], atol=1e-3)
+    windows = reader.featurize(minilm_tokenizer(), QUESTION, TEXTS)
+    for int8, atol in ((False, 1e-3), (True, 1.0)):
+        read = reader.Reader(int8=int8)
+        for r, (w, (start, end)) in enumerate(zip(windows, read.logits(windows))):  # a window a run, as query time
+            n = len(w.input_ids)
+            torch_start, torch_end = expected[0][r, :n].numpy(), expected[1][r, :n].numpy()
+            np.testing.assert_allclose(start, torch_start, atol=atol)
+            np.testing.assert_allclose(end, torch_end, atol=atol)
+            span, torch_span = (
+                reader.best_span(start, end, w.offsets),
+                reader.best_span(torch_start, torch_end, w.offsets),
+            )
+            assert span[1:] == torch_span[1:]
 
 
 def test_injection_classifier_onnx_equals_torch():
