@@ -36,10 +36,11 @@ WEIGHTS = model_file("reader_weights.npz")
 WEIGHTS_INFO = model_file("reader_weights.json")  # sha256, training command and figures
 CLS, SEP = 101, 102
 # Query time runs one window a run, in fp32. Measured by scripts/reader_speed.py (docs/agent/answers/reader_speed.json):
-# one window a run needs no padding and is faster than a padded batch in either precision, and it keeps a window's
-# logits independent of the windows read beside it, so a cached window and a fresh one agree. The int8 model is
-# faster again, but on the documentation benchmark it cost one key fact in each folder for an ask/search ratio
-# 0.4-0.55 lower (docs_reader_int8.results.json), so it is not the default.
+# one window a run needs no padding and is faster than a padded batch in either precision; in fp32 a window's logits
+# are the same to the bit either way (the int8 model quantizes a run's activations with one scale, so there a
+# window's logits would depend on the windows run beside it). The int8 model is faster again, but on the
+# documentation benchmark it cost one key fact in each folder for an ask/search ratio 0.4-0.55 lower
+# (docs_reader_int8.results.json), so it is not the default.
 INT8 = False
 
 

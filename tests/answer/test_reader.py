@@ -117,6 +117,20 @@ def test_reader_finds_the_span_and_its_sentence(reader):
 
 
 @needs_reader
+def test_a_passage_reads_the_same_alone_as_beside_others_and_from_the_cache():
+    """A window's logits do not depend on the windows read with it, nor on whether they were cached (an int8 model
+    run on a padded batch would fail this: it quantizes a run's activations with one scale)."""
+    from rag.answer.reader import Reader
+
+    alone = Reader().read("Who proposed ALiBi?", [ALIBI])[0]
+    fresh = Reader()
+    beside = [sp for sp in fresh.read("Who proposed ALiBi?", [FILLER * 5, ALIBI, FILLER]) if sp.passage == 1][0]
+    cached = [sp for sp in fresh.read("Who proposed ALiBi?", [FILLER, ALIBI]) if sp.passage == 1][0]
+    assert (alone.text, alone.score, alone.null) == (beside.text, beside.score, beside.null)
+    assert (alone.text, alone.score, alone.null) == (cached.text, cached.score, cached.null)
+
+
+@needs_reader
 def test_reader_finds_a_span_across_a_window_boundary(reader):
     text = FILLER * 9 + ALIBI
     spans = reader.read("Who proposed ALiBi?", [text])
