@@ -1,4 +1,5 @@
-"""Every model file a question can need, made before the first question: `rag prepare` (which `make demo` runs).
+"""Every model file a question can need, made before the first question: `rag prepare`, and `rag index build`
+after it builds (unless --no-prepare).
 
 The query path reads ONNX files exported into RAG_CACHE_DIR/onnx from the packaged weights: MiniLM's int8 query
 encoder, the span reader, the injection classifier (int8) and the screen verifier (SmolLM2's first layers, whose
@@ -80,17 +81,18 @@ def missing_models(models=QUERY_MODELS) -> list[QueryModel]:
     return [m for m in models if (target := m.target()) is not None and not target.exists()]
 
 
-def check_index_probes() -> int:
-    """Each built index whose default query backend is not the one that built it (int8 queries, fp32 documents)
-    checks its probe set once per cache (rag.encoders.probe); here rather than on its first question. The number of
-    indexes checked; one that is refused is left to the question that uses it, which says what to do."""
+def check_index_probes(manifests: list[dict] | None = None) -> int:
+    """Each built index (or each of `manifests`) whose default query backend is not the one that built it (int8
+    queries, fp32 documents) checks its probe set once per cache (rag.encoders.probe); here rather than on its first
+    question. The number of indexes checked; one that is refused is left to the question that uses it, which says
+    what to do."""
     from rag.config import RagError
     from rag.encoders import check_backend
     from rag.encoders.probe import accept_backend
     from rag.index.store import list_indexes
 
     checked = 0
-    for manifest in list_indexes():
+    for manifest in list_indexes() if manifests is None else manifests:
         try:
             folder, encoder = Path(manifest["path"]).resolve(), manifest["encoder"]
             backend = check_backend(encoder, None, queries=True)
@@ -119,8 +121,9 @@ def export_in_child(code: str, target: Callable[[], Path]) -> tuple[bool, str]:
     return done.returncode == 0 and target().exists(), why
 
 
-def prepare_query_models(say: Callable[[str], None], models=QUERY_MODELS) -> dict:
-    """Make each missing model in a child process, one line each, then check the built indexes' probe sets;
+def prepare_query_models(say: Callable[[str], None], models=QUERY_MODELS, indexes: list[dict] | None = None) -> dict:
+    """Make each missing model in a child process, one line each, then check the built indexes' probe sets (those
+    of `indexes`, manifests, when given: `rag index build` checks the one it built);
     {"made": [...], "failed": [...], "probes_checked": n, "seconds": s}."""
     made, failed, start = [], [], time.perf_counter()
     for model in missing_models(models):
@@ -131,5 +134,5 @@ def prepare_query_models(say: Callable[[str], None], models=QUERY_MODELS) -> dic
             made.append({"model": model.name, "seconds": round(time.perf_counter() - began, 1)})
         else:
             failed.append({"model": model.name, "why": why[:200]})
-    probes = check_index_probes()
+    probes = check_index_probes(indexes)
     return {"made": made, "failed": failed, "probes_checked": probes, "seconds": round(time.perf_counter() - start, 1)}

@@ -46,10 +46,16 @@ def build_cmd(
         "them instead of running the screen's models (--no-screen: a quicker build; each passage is judged when a "
         "question first retrieves it). Streamed and sharded builds do not screen.",
     ),
+    prepare: bool = typer.Option(
+        True,
+        "--prepare/--no-prepare",
+        help="Then make the query path's models the cache lacks (as `rag prepare` does, one line each) and check "
+        "this index's probe set, so that the first question waits for neither.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
 ):
     """Encode the corpus (cached at full width), reduce to d, build the index and store it atomically; build the
-    BM25 cache and screen every passage for text addressed to a model."""
+    BM25 cache, screen every passage for text addressed to a model and make the models a question needs."""
     from rag.index.spec import IndexSpec
     from rag.retrieve.build import BuildMethod, build_stored
 
@@ -63,6 +69,12 @@ def build_cmd(
 
             manifest["screened"] = screen_corpus(load_corpus(corpus), progress)
             manifest["wall_s"] = round(manifest["wall_s"] + manifest["screened"]["s"], 2)  # the build's real time
+    prepared = None
+    if prepare and "path" in manifest and "encoder" in manifest:  # an in-memory build's manifest
+        from rag.commands.prepare import run_prepare
+
+        prepared = run_prepare(quiet=as_json, indexes=[manifest])
+        manifest["prepared"] = prepared
     if as_json:
         return print_json(manifest)
     if "shard_vectors" in manifest:
@@ -86,6 +98,10 @@ def build_cmd(
             f"[green]screened[/] {screened['passages']} passages for text addressed to a model in {screened['s']:.1f} s: "
             f"{screened['flagged']} flagged (their sentences are withheld from answers; `rag ask` reads these verdicts)"
         )
+    if prepared is not None:
+        from rag.commands.prepare import report_prepared
+
+        report_prepared(prepared)
 
 
 @app.command("update")
