@@ -59,12 +59,11 @@ def main() -> None:
     shutil.rmtree(args.cache, ignore_errors=True)
     args.cache.mkdir(parents=True)
     env = {**os.environ, "RAG_CACHE_DIR": str(args.cache), "COLUMNS": "120"}
-    runs = [timed(["index", "build", "--corpus", args.corpus], env)]
+    runs = [{"step": "build into an empty cache", **timed(["index", "build", "--corpus", args.corpus], env)}]
     after_build = onnx_files(args.cache)
     for name in ("first ask", "second ask"):
         runs.append({"step": name, **timed(["ask", "--corpus", args.corpus, args.question], env)})
     runs.append({"step": "search", **timed(["search", "--corpus", args.corpus, args.question], env)})
-    runs[0]["step"] = "build into an empty cache"
     result = {
         "command": f"python scripts/first_question.py --corpus {args.corpus} --out {args.out}",
         "question": args.question,

@@ -40,17 +40,16 @@ def test_reader_onnx_equals_torch():
     model, _ = build_reader(saved_rank(reader.WEIGHTS, RANK))  # the committed soup of two stages has 2·RANK
     load_reader_weights(model, reader.WEIGHTS)
     model.eval()
-    batch = reader.pad_batch(reader.featurize(minilm_tokenizer(), QUESTION, TEXTS))
+    windows = reader.featurize(minilm_tokenizer(), QUESTION, TEXTS)
+    batch = reader.pad_batch(windows)
     with torch.no_grad():
         expected = model(**{k: torch.from_numpy(v) for k, v in batch.items()})
     live = batch["attention_mask"] == 1  # padded positions hold a large negative either way
-    got = reader.Reader(int8=False).session.run(None, batch)
-    for e, g in zip(expected, got):
+    readers = {False: reader.Reader(int8=False), True: reader.Reader(int8=True)}
+    for e, g in zip(expected, readers[False].session.run(None, batch)):
         np.testing.assert_allclose(g[live], e.numpy()[live], atol=1e-3)
-    windows = reader.featurize(minilm_tokenizer(), QUESTION, TEXTS)
     for int8, atol in ((False, 1e-3), (True, 1.0)):
-        read = reader.Reader(int8=int8)
-        for r, (w, (start, end)) in enumerate(zip(windows, read.logits(windows))):  # a window a run, as query time
+        for r, (w, (start, end)) in enumerate(zip(windows, readers[int8].logits(windows))):  # a window a run
             n = len(w.input_ids)
             torch_start, torch_end = expected[0][r, :n].numpy(), expected[1][r, :n].numpy()
             np.testing.assert_allclose(start, torch_start, atol=atol)
