@@ -7,6 +7,8 @@
   quantized per batch at run time).
 - Every cached model has a `.sha256` beside it. A model whose bytes fail it (corrupt, truncated, or a killed
   write) is re-exported with a warning; the verified bytes go straight to ONNX Runtime, so the file is read once.
+  A file that passed is not hashed again while its size, modification time and inode stay those it passed with
+  (`model_source`): ONNX Runtime then reads it from its path.
 - `OnnxEncoder` tokenizes with the `tokenizers` library (the model folder's tokenizer.json, max 256 tokens),
   batches texts of similar token counts together and runs ONNX Runtime with intra-op threads = usable cores.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import time
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +32,7 @@ ONNX_BACKENDS = ("onnx", "onnx-int8")
 MISSING_ORT = "onnxruntime is not installed; install the ONNX extra: pip install -e '.[onnx]'"
 OPSET = 17
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+RACY_NS = 2_000_000_000  # a file this recently written is hashed again on its next load
 
 
 class OnnxCacheWarning(RagNote):
@@ -120,18 +124,53 @@ def export_lock(folder: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def stat_stamp(path: Path, sha256: str) -> str:
+    """What a verified file looked like: its size, modification time and inode, with the sha256 it matched."""
+    st = path.stat()
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{sha256}"
+
+
+def stamp_file(path: Path) -> Path:
+    return path.with_name(path.name + ".verified")
+
+
+def recorded_sha256(path: Path) -> str:
+    sums = checksum_file(path)
+    return sums.read_text().strip() if sums.exists() else ""
+
+
 def verified_bytes(path: Path) -> bytes | None:
-    """The file's bytes if they match the recorded sha256; None (with a warning) if the file is bad or absent."""
+    """The file's bytes if they match the recorded sha256; None (with a warning) if the file is bad or absent.
+
+    A match also writes `<file>.verified`: the file's size, modification time and inode with the sha256 it matched
+    (see model_source). A file written in the last RACY_NS is not recorded yet: a second write within the clock's
+    granularity could leave its modification time as it was (git's "racily clean" entries).
+    """
     if not path.exists():
         return None
     data = path.read_bytes()
-    sums = checksum_file(path)
-    recorded = sums.read_text().strip() if sums.exists() else ""
+    recorded = recorded_sha256(path)
     if hashlib.sha256(data).hexdigest() == recorded:
+        if time.time_ns() - path.stat().st_mtime_ns > RACY_NS:
+            try:
+                atomic_write(stamp_file(path), lambda tmp: tmp.write_text(stat_stamp(path, recorded)))
+            except OSError:
+                pass  # a read-only cache only costs the hash on the next load
         return data
     why = "has no checksum" if not recorded else "fails its sha256 checksum (corrupt or truncated)"
     warnings.warn(f"the cached ONNX model {path} {why}; exporting it again", OnnxCacheWarning, stacklevel=3)
     return None
+
+
+def model_source(path: Path) -> str | bytes | None:
+    """What ONNX Runtime loads, verified: the file's path while it still looks exactly as when its sha256 last
+    matched (ONNX Runtime reads it; no 90 MB hash), else its bytes once they match (verified_bytes); None when the
+    file is bad or absent. Any write through the file system (a truncation, a rewrite, a replacement) changes the
+    look and brings the hash back."""
+    stamp, recorded = stamp_file(path), recorded_sha256(path) if path.exists() else ""
+    if recorded and stamp.exists() and stamp.read_text() == stat_stamp(path, recorded):
+        return str(path)
+    return verified_bytes(path)
 
 
 def write_checksummed(path: Path, make) -> bytes:
@@ -152,16 +191,17 @@ def build_model(backend: str, path: Path) -> bytes:
     return write_checksummed(path, lambda tmp: quantize_int8(source, tmp))
 
 
-def ensure_model(backend: str) -> bytes:
-    """The verified ONNX model bytes for a backend, exporting them first if missing or corrupt."""
+def ensure_model(backend: str) -> str | bytes:
+    """The verified ONNX model for a backend (model_source: its path or its bytes), exported first if missing or
+    corrupt."""
     path = model_file(backend)
-    data = verified_bytes(path)
+    data = model_source(path)
     if data is not None:
         return data
     with export_lock(path.parent):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OnnxCacheWarning)  # already said once above
-            data = verified_bytes(path)  # another process may have finished it while we waited
+            data = model_source(path)  # another process may have finished it while we waited
         return data if data is not None else build_model(backend, path)
 
 

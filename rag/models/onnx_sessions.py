@@ -46,22 +46,27 @@ def load_session(
         raise RagError(MISSING_ORT) from exc
     from rag.encoders.onnx import export_lock, quantize_int8
 
-    path = onnx_file(name, weights, retrain)
-    with export_lock(path.parent):
-        data = cached_model(path, lambda tmp: export(weights, tmp))
-        if int8:
-            fp32 = path
-            path = path.with_name("model.int8.onnx")
-            data = cached_model(path, lambda tmp: quantize_int8(fp32, tmp))
+    fp32 = onnx_file(name, weights, retrain)
+
+    def make_int8(tmp: Path) -> None:
+        cached_model(fp32, lambda t: export(weights, t))  # the export it is quantized from, verified or made
+        quantize_int8(fp32, tmp)
+
+    with export_lock(fp32.parent):
+        if int8:  # the fp32 export is read only when the int8 file has to be made
+            data = cached_model(fp32.with_name("model.int8.onnx"), make_int8)
+        else:
+            data = cached_model(fp32, lambda tmp: export(weights, tmp))
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
     opts.inter_op_num_threads = 1
     return ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
 
 
-def cached_model(path: Path, make: Callable[[Path], None]) -> bytes:
-    """The verified bytes of path, made first (make(tmp), then a sha256 beside it) when missing or corrupt."""
-    from rag.encoders.onnx import verified_bytes, write_checksummed
+def cached_model(path: Path, make: Callable[[Path], None]) -> str | bytes:
+    """The verified model at path (rag.encoders.onnx.model_source: its path or its bytes), made first (make(tmp),
+    then a sha256 beside it) when missing or corrupt."""
+    from rag.encoders.onnx import model_source, write_checksummed
 
-    data = verified_bytes(path)
+    data = model_source(path)
     return data if data is not None else write_checksummed(path, make)

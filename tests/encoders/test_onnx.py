@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -69,6 +70,32 @@ def test_corrupt_or_truncated_cached_model_is_rebuilt_with_a_warning(onnx_encode
         assert onnx.ensure_model("onnx-int8") == rebuilt
 
 
+def test_a_verified_model_is_not_hashed_again_until_it_changes(onnx_encoders, tmp_path, monkeypatch):
+    """A model that passed its sha256 is handed to ONNX Runtime by path while its size, mtime and inode stay; a
+    byte written in place (same size, same inode) is caught by the hash again."""
+    from rag.encoders import onnx
+
+    good_int8 = onnx.model_file("onnx-int8")
+    monkeypatch.setenv("RAG_CACHE_DIR", str(tmp_path / "cache"))
+    int8 = onnx.model_file("onnx-int8")
+    int8.parent.mkdir(parents=True)
+    shutil.copy(good_int8, int8)
+    shutil.copy(onnx.checksum_file(good_int8), onnx.checksum_file(int8))
+    good = onnx.model_source(int8)
+    assert isinstance(good, bytes) and not onnx.stamp_file(int8).exists()  # written a moment ago: hashed each time
+    old = time.time() - 60
+    os.utime(int8, (old, old))
+    assert onnx.model_source(int8) == good and onnx.stamp_file(int8).exists()
+    with monkeypatch.context() as m:
+        m.setattr(onnx.hashlib, "sha256", None)  # the recorded look is trusted: no hash is taken
+        assert onnx.model_source(int8) == str(int8)
+    with open(int8, "r+b") as f:
+        f.seek(len(good) // 2)
+        f.write(bytes([good[len(good) // 2] ^ 0xFF]))
+    with pytest.warns(onnx.OnnxCacheWarning, match="fails its sha256"):
+        assert onnx.model_source(int8) is None
+
+
 def test_missing_onnxruntime_is_one_line_naming_the_extra(monkeypatch):
     from rag.encoders.onnx import OnnxEncoder
 
@@ -99,11 +126,14 @@ def test_backend_vocabulary_and_table_encoders_refuse_onnx(cli):
 @pytest.mark.slow
 def test_query_path_imports_no_torch(onnx_encoders, index_dir):
     """`rag search` and `rag ask --llm extractive` with an ONNX backend, each in a fresh interpreter: after the
-    answer is printed, sys.modules holds no torch, transformers or sentence-transformers."""
+    answer is printed, sys.modules holds no torch, transformers or sentence-transformers (once the query models are
+    prepared, as `rag index build` does)."""
+    from rag.agent.prepare import prepare_query_models
     from rag.data.corpus import load_corpus
     from rag.index.store import build_and_save
 
     build_and_save(load_corpus("builtin"), IndexSpec("minilm", backend="onnx"))
+    prepare_query_models(lambda line: None)
     probe = (
         "import sys, json; sys.argv = ['rag'] + sys.argv[1:]\n"
         "from cli import app\n"
