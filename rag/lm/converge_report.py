@@ -6,8 +6,9 @@ The crossing is reported twice: at the first validation point below the line (an
 the figure a run can show), and interpolated linearly in log FLOPs between that point and the one before it.
 
 A width whose dropout and weight decay were scanned keeps every run of its scan in scan/ (d<D>-dropout<X>-wd<Y>.json,
-the same epoch cap and schedule); the run with the lowest best validation bits per byte is the width's row in the
-table, its crossings and the plot (the test split chooses nothing).
+the same epoch cap and schedule; a longer cap of a setting as d<D>-dropout<X>-wd<Y>-cap<E>.json); the run with the
+lowest best validation bits per byte is the width's row in the table, its crossings and the plot (the test split
+chooses nothing).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def load_summaries(folder: str | Path, unfinished: bool = False, allow_empty: bo
 
 
 def load_scans(folder: str | Path) -> dict[int, list[dict]]:
-    """Each scanned width's runs (folder/scan/d*.json), by dropout then weight decay; {} when nothing was scanned."""
+    """Each scanned width's runs (folder/scan/d*.json), by dropout, weight decay, then epoch cap; {} when nothing was
+    scanned."""
     by_dim: dict[int, list[dict]] = {}
     for f in sorted((Path(folder) / SCAN).glob("d*.json")):
         try:
@@ -60,7 +62,7 @@ def load_scans(folder: str | Path) -> dict[int, list[dict]]:
         except ValueError as exc:
             raise RagError(f"{f} is not valid JSON ({exc}); restore it from git or rerun that setting") from exc
         by_dim.setdefault(run["dim"], []).append(run)
-    return {d: sorted(runs, key=lambda s: (s["dropout"], s["weight_decay"])) for d, runs in sorted(by_dim.items())}
+    return {d: sorted(runs, key=lambda s: (s["dropout"], s["weight_decay"], s["max_epochs"])) for d, runs in sorted(by_dim.items())}
 
 
 def chosen(runs: list[dict]) -> dict:
