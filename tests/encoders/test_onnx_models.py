@@ -102,3 +102,27 @@ def test_a_soup_averages_the_runs_updates_exactly(tmp_path):
     np.testing.assert_allclose(merged, mean, atol=1e-5)
     np.testing.assert_allclose(soup["head.bias"], (runs[0]["head.bias"] + runs[1]["head.bias"]) / 2, atol=1e-6)
     assert saved_rank(tmp_path / "soup.npz", 8) == 8 and saved_rank(tmp_path / "run0.npz", 8) == 4
+
+
+def test_an_int8_model_in_the_cache_loads_without_its_fp32_export(tmp_path, monkeypatch):
+    """The injection classifier's int8 file is all a query needs: its fp32 export is neither read nor made."""
+    import shutil
+
+    from rag.encoders.onnx import checksum_file
+    from rag.models.onnx_sessions import load_session, onnx_file
+
+    injection_classifier.Classifier(int8=True)  # the int8 file, in the test cache
+    name, weights, retrain = "screen", injection_classifier.WEIGHTS, injection_classifier.RETRAIN
+    cached = onnx_file(name, weights, retrain).with_name("model.int8.onnx")
+    monkeypatch.setenv("RAG_CACHE_DIR", str(tmp_path))
+    fp32 = onnx_file(name, weights, retrain)
+    fp32.parent.mkdir(parents=True)
+    shutil.copy(cached, fp32.with_name("model.int8.onnx"))
+    shutil.copy(checksum_file(cached), checksum_file(fp32.with_name("model.int8.onnx")))
+
+    def export(weights, target):
+        raise AssertionError("the fp32 export was made for an int8 load")
+
+    session = load_session(name, weights, export, retrain, threads=1, int8=True)
+    (logit,) = session.run(None, encode(minilm_tokenizer(), SENTENCES[:1]))
+    assert np.isfinite(logit).all() and not fp32.exists()
