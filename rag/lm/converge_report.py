@@ -62,7 +62,10 @@ def load_scans(folder: str | Path) -> dict[int, list[dict]]:
         except ValueError as exc:
             raise RagError(f"{f} is not valid JSON ({exc}); restore it from git or rerun that setting") from exc
         by_dim.setdefault(run["dim"], []).append(run)
-    return {d: sorted(runs, key=lambda s: (s["dropout"], s["weight_decay"], s["max_epochs"])) for d, runs in sorted(by_dim.items())}
+    return {
+        d: sorted(runs, key=lambda s: (s["dropout"], s["weight_decay"], s["max_epochs"]))
+        for d, runs in sorted(by_dim.items())
+    }
 
 
 def chosen(runs: list[dict]) -> dict:
