@@ -232,7 +232,8 @@ def write_converge_report(results: str | Path, kn_path: str | Path, out: str | P
         "unfinished": [s["dim"] for s in summaries if not s.get("finished", True)],
         "scans": {
             str(d): [
-                {k: r[k] for k in ("dropout", "weight_decay", "best_val_bpb", "test_bpb", "peak_epoch")} for r in runs
+                {k: r[k] for k in ("dropout", "weight_decay", "max_epochs", "best_val_bpb", "test_bpb", "peak_epoch")}
+                for r in runs
             ]
             for d, runs in scans.items()
         },

@@ -213,6 +213,15 @@ def test_converge_report_finds_the_kn_crossings_and_draws_the_plot(cli, corpus, 
     assert scanned["crossings"][0]["best_test_bpb"] == data["crossings"][0]["best_test_bpb"] != 0.5
     assert [r["dropout"] for r in scanned["scans"]["16"]] == sorted([summary["dropout"], 0.3])
     assert scanned["scan_table"].count("**yes**") == 1
+    # a longer epoch cap of a setting sits beside it (its own file) and is the width's row when it validates lower
+    longer = {**summary, "max_epochs": 2 * summary["max_epochs"], "best_val_bpb": summary["best_val_bpb"] - 0.05}
+    (out / "scan" / f"d16-chosen-cap{2 * summary['max_epochs']:g}.json").write_text(json.dumps(longer))
+    res = cli(["lm", "converge-report", "--results", out, "--kn", tmp_path / "kn.json", "--json"])
+    assert res.exit_code == 0, res.output
+    capped = json.loads(res.output)
+    runs = [(r["dropout"], r["max_epochs"]) for r in capped["scans"]["16"]]
+    assert runs == [(summary["dropout"], 2.0), (summary["dropout"], 4.0), (0.3, 2.0)]
+    assert capped["scan_table"].count("**yes**") == 1 and "of 4 | **yes**" in capped["scan_table"]
 
 
 def test_the_pruned_grid_summaries_in_docs_redraw_without_their_run_folders(tmp_path):
