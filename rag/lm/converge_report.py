@@ -69,8 +69,9 @@ def load_scans(folder: str | Path) -> dict[int, list[dict]]:
 
 
 def chosen(runs: list[dict]) -> dict:
-    """The scan's choice: the lowest best validation bits per byte."""
-    return min(runs, key=lambda s: s["best_val_bpb"])
+    """The scan's choice: the lowest best validation bits per byte (rounded to 4 decimals; a tie goes to the lower
+    validation perplexity, which carries one more digit)."""
+    return min(runs, key=lambda s: (s["best_val_bpb"], s["best_val_ppl"]))
 
 
 def with_scans(summaries: list[dict], scans: dict[int, list[dict]]) -> list[dict]:
