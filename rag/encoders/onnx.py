@@ -124,9 +124,8 @@ def export_lock(folder: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def stat_stamp(path: Path, sha256: str) -> str:
+def stat_stamp(st: os.stat_result, sha256: str) -> str:
     """What a verified file looked like: its size, modification time and inode, with the sha256 it matched."""
-    st = path.stat()
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{sha256}"
 
 
@@ -148,12 +147,13 @@ def verified_bytes(path: Path) -> bytes | None:
     """
     if not path.exists():
         return None
-    data = path.read_bytes()
+    with open(path, "rb") as f:  # the look recorded is that of the very file whose bytes were hashed
+        st, data = os.fstat(f.fileno()), f.read()
     recorded = recorded_sha256(path)
     if hashlib.sha256(data).hexdigest() == recorded:
-        if time.time_ns() - path.stat().st_mtime_ns > RACY_NS:
+        if time.time_ns() - st.st_mtime_ns > RACY_NS:
             try:
-                atomic_write(stamp_file(path), lambda tmp: tmp.write_text(stat_stamp(path, recorded)))
+                atomic_write(stamp_file(path), lambda tmp: tmp.write_text(stat_stamp(st, recorded)))
             except OSError:
                 pass  # a read-only cache only costs the hash on the next load
         return data
@@ -167,10 +167,17 @@ def model_source(path: Path) -> str | bytes | None:
     matched (ONNX Runtime reads it; no 90 MB hash), else its bytes once they match (verified_bytes); None when the
     file is bad or absent. Any write through the file system (a truncation, a rewrite, a replacement) changes the
     look and brings the hash back."""
-    stamp, recorded = stamp_file(path), recorded_sha256(path) if path.exists() else ""
-    if recorded and stamp.exists() and stamp.read_text() == stat_stamp(path, recorded):
+    stamp, recorded = stamp_file(path), recorded_sha256(path)
+    if path.exists() and recorded and stamp.exists() and stamp.read_text() == stat_stamp(path.stat(), recorded):
         return str(path)
     return verified_bytes(path)
+
+
+def cached_model(path: Path, make) -> str | bytes:
+    """The verified model at path (model_source: its path or its bytes), made first (make(tmp), then a sha256
+    beside it) when missing or corrupt."""
+    data = model_source(path)
+    return data if data is not None else write_checksummed(path, make)
 
 
 def write_checksummed(path: Path, make) -> bytes:
@@ -186,8 +193,7 @@ def build_model(backend: str, path: Path) -> bytes:
     if backend == "onnx":
         return write_checksummed(path, export_fp32)
     source = model_file("onnx")
-    if verified_bytes(source) is None:
-        build_model("onnx", source)
+    cached_model(source, export_fp32)  # the export it is quantized from, verified or made
     return write_checksummed(path, lambda tmp: quantize_int8(source, tmp))
 
 

@@ -44,7 +44,7 @@ def load_session(
         from rag.encoders.onnx import MISSING_ORT
 
         raise RagError(MISSING_ORT) from exc
-    from rag.encoders.onnx import export_lock, quantize_int8
+    from rag.encoders.onnx import cached_model, export_lock, quantize_int8
 
     fp32 = onnx_file(name, weights, retrain)
 
@@ -61,12 +61,3 @@ def load_session(
     opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
     opts.inter_op_num_threads = 1
     return ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
-
-
-def cached_model(path: Path, make: Callable[[Path], None]) -> str | bytes:
-    """The verified model at path (rag.encoders.onnx.model_source: its path or its bytes), made first (make(tmp),
-    then a sha256 beside it) when missing or corrupt."""
-    from rag.encoders.onnx import model_source, write_checksummed
-
-    data = model_source(path)
-    return data if data is not None else write_checksummed(path, make)

@@ -50,7 +50,7 @@ def cached_files() -> set[str]:
 def test_after_a_build_the_first_ask_makes_nothing_and_prints_no_library_output(index_dir):
     """The first `rag ask` used to export three models, and the screen verifier where a passage was flagged (GGUF
     dequantization, torch's TracerWarnings), and check the index's probe set inside the question; `rag index build`
-    now makes what the cache lacks (one line each, as `rag prepare` does), so the first ask reads cached files only."""
+    makes what the cache lacks (one line each, as `rag prepare` does), so the first ask reads cached files only."""
     built = rag("index", "build", "--corpus", "builtin", "--no-screen", "--json")  # exports are the point here
     assert built.returncode == 0, built.stderr[-2000:]
     prepared = json.loads(built.stdout)["prepared"]
