@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -136,3 +137,30 @@ def prepare_query_models(say: Callable[[str], None], models=QUERY_MODELS, indexe
             failed.append({"model": model.name, "why": why[:200]})
     probes = check_index_probes(indexes)
     return {"made": made, "failed": failed, "probes_checked": probes, "seconds": round(time.perf_counter() - start, 1)}
+
+
+def load_answer_models() -> threading.Thread | None:
+    """Start loading the answer step's models (the span reader's and the MiniLM query encoder's ONNX Runtime
+    sessions, the answerability weights) in a daemon thread, so that ONNX Runtime builds its sessions while the
+    caller imports LangGraph (which holds the interpreter; session building does not). Each model is shared through
+    its built_once cache: a later call gets it or waits for this build. Nothing starts when a model file has to be
+    made first (that stays with the first question, which says so); an error here is left to that later call,
+    which raises it where the user sees it. Returns the thread, or None."""
+    if missing_models(QUERY_MODELS[:2]):
+        return None
+
+    def load() -> None:
+        try:
+            from rag.answer.abstain import default_abstainer
+            from rag.answer.reader import default_reader
+            from rag.encoders import minilm_query_encoder
+
+            minilm_query_encoder()
+            default_reader()
+            default_abstainer()
+        except Exception:  # noqa: BLE001 - the call that needs the model raises it to the user
+            pass
+
+    thread = threading.Thread(target=load, name="load-answer-models", daemon=True)
+    thread.start()
+    return thread

@@ -58,6 +58,9 @@ def _ask(question, settings, llm, max_steps, server, as_json, no_update=False):
             for step in result.get("steps", []):
                 show_step(step)
     else:
+        from rag.agent.prepare import load_answer_models
+
+        load_answer_models()  # ONNX Runtime builds the answer step's sessions while LangGraph is imported
         from rag.agent import run_agent
         from rag.commands.search import explain_empty_filter
         from rag.retrieve import open_retriever

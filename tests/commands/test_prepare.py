@@ -64,3 +64,38 @@ def test_after_a_build_the_first_ask_makes_nothing_and_prints_no_library_output(
     assert cached_files() == before  # nothing exported during the question
     again = rag("prepare")
     assert again.returncode == 0 and "nothing to make" in again.stdout and not again.stderr
+
+
+LOAD_IN_BACKGROUND = """
+import sys
+from rag.agent.prepare import load_answer_models
+from rag.answer import reader
+from rag.encoders import onnx
+
+thread = load_answer_models()
+if thread is None:
+    print("none")
+    sys.exit(0)
+thread.join(timeout=600)
+def built_twice(*args, **kwargs):
+    raise SystemExit("built again")
+reader.Reader.__init__ = built_twice  # the answer step must get the thread's reader, not build one
+onnx.OnnxEncoder.__init__ = built_twice
+from rag.encoders import minilm_query_encoder
+assert reader.default_reader() is not None and minilm_query_encoder() is not None
+print("shared", "langgraph" in sys.modules)
+"""
+
+
+def test_the_answer_models_load_in_a_background_thread_and_the_answer_step_gets_them(tmp_path):
+    prepare_query_models(lambda _line: None)  # the model files the thread loads
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_IN_BACKGROUND], cwd=REPO, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["shared", "False"]  # and the thread imported no LangGraph
+    empty = {**os.environ, "RAG_CACHE_DIR": str(tmp_path)}  # model files still to be made: nothing starts
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_IN_BACKGROUND], cwd=REPO, env=empty, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0 and done.stdout.split() == ["none"], done.stderr[-2000:]
