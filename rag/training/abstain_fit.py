@@ -7,7 +7,8 @@ Data, with no question that any evaluation scores and no documentation folder:
 Each question gives two examples, both read by the packaged reader exactly as the answer step reads: the first
 PASSAGES passages the default retriever returns (label 1 when one of them holds a gold answer, else 0), and the
 first PASSAGES once every passage holding a gold answer is removed (label 0): the documents are about the question
-but do not say.
+but do not say. A SQuAD question gives a third (label 0): the first PASSAGES from other articles, as if its article
+were not in the corpus, so that the documents never cover what it asks about.
 
 scikit-learn's LogisticRegression (balanced classes) on standardised rag.answer.abstain.evidence_features, fitted
 on those examples. The threshold is chosen on documentation: the built-in corpus's development question sets
@@ -33,6 +34,7 @@ from rag.lexicon import normalize_answer
 
 QUESTIONS = 500  # SQuAD questions from the training articles
 DEPTH = 30  # hits searched per question, so that PASSAGES remain once the answering ones are removed
+OTHER_DEPTH = 100  # hits searched per SQuAD question, so that PASSAGES of other articles remain
 MAX_FALSE_ABSTAIN = 0.05  # at most this share of cross-validated answerable examples may abstain
 THRESHOLDS = np.round(np.arange(0.05, 0.96, 0.05), 2)
 C = 1.0
@@ -41,6 +43,11 @@ C = 1.0
 def holds_answer(text: str, answers: list[str]) -> bool:
     norm = f" {normalize_answer(text)} "
     return any(f" {normalize_answer(a)} " in norm for a in answers if normalize_answer(a))
+
+
+def article_of(passage_id: str) -> str:
+    """The SQuAD article of a passage id ("Title#3")."""
+    return passage_id.rsplit("#", 1)[0]
 
 
 def calibration_questions() -> list[tuple[str, str, list[str]]]:
@@ -83,16 +90,23 @@ def examples(items, progress=None) -> tuple[np.ndarray, np.ndarray, list[str]]:
     from rag.retrieve import RetrievalSettings, Retriever
 
     reader, encoder = default_reader(), minilm_query_encoder()
-    retrievers = {}
+    retrievers, articles = {}, {}
     xs, ys, names = [], [], []
     for i, (corpus, question, answers) in enumerate(items):
         if corpus not in retrievers:
-            retrievers[corpus] = Retriever.open(replace(RetrievalSettings(corpus=corpus), k=DEPTH).validated())
-        texts = [h.passage.text for h in retrievers[corpus].search(question, DEPTH)]
-        pairs = (texts[:PASSAGES], [t for t in texts if not holds_answer(t, answers)][:PASSAGES])
-        union = list(dict.fromkeys(pairs[0] + pairs[1]))  # each passage is read once: the reader reads each alone
+            retrievers[corpus] = Retriever.open(replace(RetrievalSettings(corpus=corpus), k=OTHER_DEPTH).validated())
+            loaded = retrievers[corpus].corpus  # a SQuAD question's article is its paragraph's (qrels)
+            articles[corpus] = {q.text: article_of(next(iter(loaded.qrels.get(q.id, {"": 1})))) for q in loaded.queries}
+        hits = retrievers[corpus].search(question, OTHER_DEPTH if corpus == "squad" else DEPTH)
+        texts = [h.passage.text for h in hits[:DEPTH]]
+        chosen_sets = [texts[:PASSAGES], [t for t in texts if not holds_answer(t, answers)][:PASSAGES]]
+        if corpus == "squad":  # the question's article taken out of the corpus
+            own = articles[corpus].get(question, "")
+            others = (h.passage.text for h in hits if article_of(h.passage.id) != own)
+            chosen_sets.append([t for t in others if not holds_answer(t, answers)][:PASSAGES])
+        union = list(dict.fromkeys(t for chosen in chosen_sets for t in chosen))  # each passage is read once
         read = reader.read(question, union)
-        for chosen in pairs:
+        for chosen in chosen_sets:
             where = {t: i for i, t in enumerate(chosen)}  # a span's passage index over chosen, best margin first
             spans = [replace(sp, passage=where[union[sp.passage]]) for sp in read if union[sp.passage] in where]
             # encoded as query time encodes them: the question and exactly these passages in one batch
