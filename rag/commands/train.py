@@ -174,8 +174,8 @@ def train_abstain(
     ),
 ):
     """Fit the answerability decision (do the retrieved passages answer the question?) on SQuAD training and HotpotQA
-    development questions, each read with its retrieved passages and with the answering ones removed; choose the
-    threshold by cross-validation (a few minutes)."""
+    development questions, each read with its retrieved passages, with the answering ones removed and (SQuAD) with
+    other articles' passages only; choose the threshold on the built-in development sets (about 25 minutes)."""
     _train_abstain(seed, out, threshold_only)
 
 
