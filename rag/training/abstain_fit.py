@@ -1,4 +1,4 @@
-"""`rag train abstain`: fit the answerability decision (rag.answer.abstain) on the CPU in a few minutes.
+"""`rag train abstain`: fit the answerability decision (rag.answer.abstain) on the CPU (about 25 minutes).
 
 Data, with no question that any evaluation scores and no documentation folder:
 - SQuAD: QUESTIONS questions drawn (seed) from the reader's training articles (the first TRAIN_ARTICLES), over the
@@ -12,7 +12,7 @@ were not in the corpus, so that the documents never cover what it asks about.
 
 scikit-learn's LogisticRegression (balanced classes) on standardised rag.answer.abstain.evidence_features, fitted
 on those examples. The threshold is chosen on documentation: the built-in corpus's development question sets
-(rag.training.sentence_rank_fit.DEV_SETS, the sets later ones are held out from), read the same two ways over the
+(rag.training.sentence_rank_fit.DEV_SETS, the sets later ones are held out from), read the first two ways over the
 built-in corpus (a passage holding the question's key phrase answers it). It is the highest at which at most
 MAX_FALSE_ABSTAIN of their answerable examples would abstain (the lowest of THRESHOLDS when none does). The 5-fold cross-validated rates on the training
 examples are reported beside it.
