@@ -77,6 +77,9 @@ QUERY_MODELS = (
 )
 
 
+ANSWER_MODELS = QUERY_MODELS[:2]  # MiniLM's int8 query encoder and the span reader: the files load_answer_models reads
+
+
 def missing_models(models=QUERY_MODELS) -> list[QueryModel]:
     """The models whose file is not in the cache yet (a file that fails its sha256 is made again on first use)."""
     return [m for m in models if (target := m.target()) is not None and not target.exists()]
@@ -146,7 +149,7 @@ def load_answer_models() -> threading.Thread | None:
     its built_once cache: a later call gets it or waits for this build. Nothing starts when a model file has to be
     made first (that stays with the first question, which says so); an error here is left to that later call,
     which raises it where the user sees it. Returns the thread, or None."""
-    if missing_models(QUERY_MODELS[:2]):
+    if missing_models(ANSWER_MODELS):
         return None
 
     def load() -> None:

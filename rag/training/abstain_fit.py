@@ -14,8 +14,8 @@ scikit-learn's LogisticRegression (balanced classes) on standardised rag.answer.
 on those examples. The threshold is chosen on documentation: the built-in corpus's development question sets
 (rag.training.sentence_rank_fit.DEV_SETS, the sets later ones are held out from), read the first two ways over the
 built-in corpus (a passage holding the question's key phrase answers it). It is the highest at which at most
-MAX_FALSE_ABSTAIN of their answerable examples would abstain (the lowest of THRESHOLDS when none does). The 5-fold cross-validated rates on the training
-examples are reported beside it.
+MAX_FALSE_ABSTAIN of their answerable examples would abstain (the lowest of THRESHOLDS when none does). The 5-fold
+cross-validated rates on the training examples are reported beside it.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from rag.lexicon import normalize_answer
 QUESTIONS = 500  # SQuAD questions from the training articles
 DEPTH = 30  # hits searched per question, so that PASSAGES remain once the answering ones are removed
 OTHER_DEPTH = 100  # hits searched per SQuAD question, so that PASSAGES of other articles remain
-MAX_FALSE_ABSTAIN = 0.05  # at most this share of cross-validated answerable examples may abstain
+MAX_FALSE_ABSTAIN = 0.05  # at most this share of the built-in development sets' answerable examples may abstain
 THRESHOLDS = np.round(np.arange(0.05, 0.96, 0.05), 2)
 C = 1.0
 
@@ -90,18 +90,19 @@ def examples(items, progress=None) -> tuple[np.ndarray, np.ndarray, list[str]]:
     from rag.retrieve import RetrievalSettings, Retriever
 
     reader, encoder = default_reader(), minilm_query_encoder()
-    retrievers, articles = {}, {}
+    retrievers, article_by_question = {}, {}
     xs, ys, names = [], [], []
     for i, (corpus, question, answers) in enumerate(items):
         if corpus not in retrievers:
             retrievers[corpus] = Retriever.open(replace(RetrievalSettings(corpus=corpus), k=OTHER_DEPTH).validated())
-            loaded = retrievers[corpus].corpus  # a SQuAD question's article is its paragraph's (qrels)
-            articles[corpus] = {q.text: article_of(next(iter(loaded.qrels.get(q.id, {"": 1})))) for q in loaded.queries}
+            if corpus == "squad":  # a SQuAD question's article is its paragraph's (qrels)
+                loaded = retrievers[corpus].corpus
+                article_by_question = {q.text: article_of(next(iter(loaded.qrels[q.id]))) for q in loaded.queries}
         hits = retrievers[corpus].search(question, OTHER_DEPTH if corpus == "squad" else DEPTH)
         texts = [h.passage.text for h in hits[:DEPTH]]
         chosen_sets = [texts[:PASSAGES], [t for t in texts if not holds_answer(t, answers)][:PASSAGES]]
         if corpus == "squad":  # the question's article taken out of the corpus
-            own = articles[corpus].get(question, "")
+            own = article_by_question.get(question, "")
             others = (h.passage.text for h in hits if article_of(h.passage.id) != own)
             chosen_sets.append([t for t in others if not holds_answer(t, answers)][:PASSAGES])
         union = list(dict.fromkeys(t for chosen in chosen_sets for t in chosen))  # each passage is read once
